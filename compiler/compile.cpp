@@ -1,0 +1,68 @@
+#include "compiler/compile.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ast_reader.h"
+#include "compiler/lower.h"
+
+namespace ppy {
+
+CompileResult CompileModule(PyObject* tree, const std::string& filename, const std::string& module_name) {
+  CompileResult result;
+  result.code = std::make_unique<ModuleCode>();
+  result.code->module_name = module_name;
+  result.code->filename = filename;
+  std::unique_ptr<ModuleSyntax> syntax = ReadModule(tree);
+  if (syntax == nullptr) return result;
+
+  // A function can fail to lower only by exceeding the instruction format's
+  // limits. It then runs as Python, and its callers are checked again so that
+  // they call it as an object.
+  std::map<int, std::string> forced_fallbacks;
+  std::unique_ptr<ModuleInfo> info;
+  std::vector<std::unique_ptr<FunctionCode>> lowered;
+  for (bool retry = true; retry;) {
+    retry = false;
+    info = CheckModule(*syntax, forced_fallbacks);
+    lowered.clear();
+    for (size_t i = 0; i < info->functions.size() && !retry; ++i) {
+      FunctionInfo& fn = info->functions[i];
+      if (!fn.compiled) continue;
+      absl::StatusOr<std::unique_ptr<FunctionCode>> code = LowerFunction(*info, fn);
+      if (!code.ok()) {
+        forced_fallbacks[static_cast<int>(i)] = std::string(code.status().message());
+        retry = true;
+        break;
+      }
+      lowered.push_back(std::move(*code));
+    }
+  }
+
+  result.diagnostics = info->diagnostics;
+  size_t next = 0;
+  for (FunctionInfo& fn : info->functions) {
+    FunctionReport report;
+    report.name = fn.name;
+    report.line = fn.def->loc.line;
+    report.statement_index = fn.statement_index;
+    report.native_required = fn.native_required;
+    report.compiled = fn.compiled;
+    if (fn.compiled) {
+      report.code_index = static_cast<int>(next);
+      result.code->functions.push_back(std::move(lowered[next++]));
+    } else {
+      report.reason = fn.fallback_reason;
+      report.reason_loc = fn.fallback_loc;
+      if (fn.native_required && forced_fallbacks.count(&fn - info->functions.data())) {
+        result.diagnostics.push_back({Severity::kError, fn.def->name_loc,
+                                      absl::StrCat("@ppy.native function '", fn.name,
+                                                   "' cannot be compiled: ", fn.fallback_reason)});
+      }
+    }
+    result.functions.push_back(std::move(report));
+  }
+  return result;
+}
+
+}  // namespace ppy

@@ -1,0 +1,38 @@
+// The compiler's driver: source to checked, lowered module code.
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/diagnostics.h"
+#include "compiler/typecheck.h"
+#include "vm/code.h"
+
+namespace ppy {
+
+// What `ppy check -v` and `ppy run --trace` say about one top-level function.
+struct FunctionReport {
+  std::string name;
+  int line = 0;
+  int statement_index = -1;  // among the module's top-level statements
+  int code_index = -1;       // in ModuleCode::functions, when compiled
+  bool compiled = false;
+  bool native_required = false;
+  std::string reason;  // why it runs as Python
+  Loc reason_loc;
+};
+
+struct CompileResult {
+  std::unique_ptr<ModuleCode> code;
+  std::vector<FunctionReport> functions;
+  std::vector<Diagnostic> diagnostics;
+};
+
+// Compiles an ast.Module (from ParseSource). Never fails for a valid tree: what
+// it cannot compile is reported per function and runs as Python.
+CompileResult CompileModule(PyObject* tree, const std::string& filename, const std::string& module_name);
+
+}  // namespace ppy

@@ -1,0 +1,1645 @@
+#include "compiler/lower.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "vm/math_table.h"
+
+namespace ppy {
+namespace {
+
+// Virtual registers at or above this number are constants.
+constexpr int kConstantBase = 1 << 20;
+
+struct VInstr {
+  Op op;
+  int a = 0, b = 0, c = 0;
+  int64_t d = 0;
+  int line = 0;
+};
+
+struct Label {
+  int target = -1;
+  std::vector<int> uses;  // instructions whose D jumps here
+};
+
+struct Loop {
+  Label* continue_label;
+  Label* break_label;
+};
+
+class Lowering {
+ public:
+  Lowering(const ModuleInfo& module, const FunctionInfo& fn) : module_(module), fn_(fn) {}
+  ~Lowering() {
+    for (PyObject* object : objects_) Py_DECREF(object);
+  }
+
+  absl::StatusOr<std::unique_ptr<FunctionCode>> Run();
+
+ private:
+  // ---- Registers ----
+  int NewRegister(RegisterType type) {
+    registers_.push_back(type);
+    return static_cast<int>(registers_.size()) - 1;
+  }
+  int Temp(Kind kind, ElemType elem = ElemType::kNone);
+  int TempFor(Type type) { return Temp(type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone); }
+  int Span(const std::vector<RegisterType>& types);
+  int ObjectSpan(int count) { return Span(std::vector<RegisterType>(count, {Kind::kObject, ElemType::kNone})); }
+  RegisterType TypeOf(int reg) const {
+    return reg >= kConstantBase ? RegisterType{constants_[reg - kConstantBase].kind, ElemType::kNone} : registers_[reg];
+  }
+  bool IsTemp(int reg) const { return reg < kConstantBase && reg >= first_temp_ && !is_local_[reg]; }
+
+  int ConstInt(int64_t value);
+  int ConstFloat(double value);
+  int ConstObject(PyObject* object);  // borrows `object`
+  int ConstNone() { return ConstObject(Py_None); }
+  int ObjectIndex(PyObject* object);  // an object constant for K operands
+  int NameIndex(const std::string& name);
+
+  // ---- Instructions ----
+  int Emit(Op op, int a = 0, int b = 0, int c = 0, int64_t d = 0) {
+    code_.push_back({op, a, b, c, d, line_});
+    return static_cast<int>(code_.size()) - 1;
+  }
+  void EmitJump(Op op, int a, int b, int c, Label* label) {
+    int at = Emit(op, a, b, c, 0);
+    label->uses.push_back(at);
+  }
+  void Bind(Label* label) { label->target = static_cast<int>(code_.size()); }
+  bool LastIsEnd() const { return !code_.empty() && HasFlag(code_.back().op, kFlagEnd); }
+
+  // ---- Values ----
+  int Value(const Expr& expr, int target = -1);
+  void ValueInto(const Expr& expr, int dest, Type dest_type);
+  int Coerce(int reg, Type from, Type to, int target = -1);
+  int ObjectValue(const Expr& expr, int target = -1) { return Coerce(Value(expr), expr.type, Type::Object(), target); }
+  int Destination(int target, Kind kind, ElemType elem = ElemType::kNone) {
+    if (target >= 0 && TypeOf(target).kind == kind && target < kConstantBase) return target;
+    return Temp(kind, elem);
+  }
+  int LocalRegister(int slot) const { return local_registers_[slot]; }
+  void SetBound(int slot);
+
+  int EmitName(const Expr& expr, int target);
+  int EmitAttribute(const Expr& expr, int target);
+  int EmitSubscript(const Expr& expr, int target);
+  int EmitSlice(const Expr& expr, int target);
+  int EmitCall(const Expr& expr, int target);
+  int EmitTypedCall(const Expr& expr, int target);
+  int EmitMathCall(const Expr& expr, int target);
+  int EmitBuiltinCall(const Expr& expr, int target);
+  int EmitDynamicCall(const Expr& expr, int target);
+  int EmitBinary(const Expr& expr, int target);
+  int EmitArithmetic(BinOp op, int left, Type left_type, int right, Type right_type, Type result, int target,
+                     bool in_place);
+  int EmitUnary(const Expr& expr, int target);
+  int EmitBoolOp(const Expr& expr, int target);
+  int EmitCompare(const Expr& expr, int target);
+  int EmitComparePair(CmpOp op, int left, Type left_type, int right, Type right_type, int target);
+  int EmitIfExp(const Expr& expr, int target);
+  int EmitDisplay(const Expr& expr, int target);
+  int EmitJoinedStr(const Expr& expr, int target);
+  int EmitFormatted(const Expr& expr, int target);
+  int Truth(int reg, Type type);
+
+  // Buffer element access, with the fused forms for buf[base + i].
+  int LoadElement(int buffer, Type buffer_type, const Expr& index, int target);
+  int LoadElementAt(int buffer, Type buffer_type, int index, int target);
+  void StoreElement(int buffer, Type buffer_type, const Expr& index, int value, Type value_type);
+  void StoreElementAt(int buffer, Type buffer_type, int index, int value, Type value_type);
+  bool FusedIndex(const Expr& index, int* base, int* offset);
+  int IndexValue(const Expr& index);
+
+  // ---- Conditions ----
+  void Branch(const Expr& expr, bool when, Label* label);
+  void CompareBranch(CmpOp op, int left, Type left_type, int right, Type right_type, bool when, Label* label);
+
+  // ---- Statements ----
+  void Block(const std::vector<StmtPtr>& body);
+  void Statement(const Stmt& stmt);
+  void Assign(const Stmt& stmt);
+  void StoreTarget(const Expr& target, int value, Type value_type);
+  void AugAssign(const Stmt& stmt);
+  void While(const Stmt& stmt);
+  void For(const Stmt& stmt);
+  void ForRange(const Stmt& stmt);
+  void ForBuffer(const Stmt& stmt, int buffer, Type buffer_type);
+  void ForObject(const Stmt& stmt, int iterable);
+  void Return(const Stmt& stmt);
+  void Import(const Stmt& stmt);
+
+  // ---- Analyses ----
+  void FindLoopPrivateLocals();
+  bool AssignedIn(const std::vector<StmtPtr>& body, const std::string& name) const;
+
+  absl::StatusOr<std::unique_ptr<FunctionCode>> Finish();
+
+  const ModuleInfo& module_;
+  const FunctionInfo& fn_;
+  std::vector<RegisterType> registers_;
+  std::vector<bool> is_local_;
+  std::vector<ConstantValue> constants_;
+  std::vector<PyObject*> objects_;  // owned
+  std::map<int64_t, int> int_constants_;
+  std::map<uint64_t, int> float_constants_;
+  std::map<PyObject*, int> object_constants_;
+  std::map<std::string, int> names_;
+  std::vector<VInstr> code_;
+  std::vector<int> local_registers_;
+  std::vector<int> bound_flags_;  // per local: its bound flag register, or -1
+  std::vector<int> typed_global_registers_;
+  std::set<std::string> loop_private_;
+  std::vector<std::set<int>> free_;  // per register type code: free temporaries
+  std::vector<int> live_temps_;
+  std::vector<Loop> loops_;
+  std::vector<std::unique_ptr<Label>> labels_;
+  int first_temp_ = 0;
+  int line_ = 0;
+
+  Label* NewLabel() {
+    labels_.push_back(std::make_unique<Label>());
+    return labels_.back().get();
+  }
+
+  // Frees the temporaries a statement allocated when it ends.
+  class TempScope {
+   public:
+    explicit TempScope(Lowering* lowering) : lowering_(lowering), mark_(lowering->live_temps_.size()) {}
+    ~TempScope() {
+      auto& live = lowering_->live_temps_;
+      for (size_t i = mark_; i < live.size(); ++i) {
+        const RegisterType& type = lowering_->registers_[live[i]];
+        lowering_->free_[TypeCode(type)].insert(live[i]);
+      }
+      live.resize(mark_);
+    }
+
+   private:
+    Lowering* lowering_;
+    size_t mark_;
+  };
+
+  static int TypeCode(const RegisterType& type) {
+    return static_cast<int>(type.kind) * kElemTypeCount + static_cast<int>(type.elem);
+  }
+};
+
+// ---- Registers and constants -----------------------------------------------------------------
+
+int Lowering::Temp(Kind kind, ElemType elem) {
+  RegisterType type{kind, kind == Kind::kBuffer ? elem : ElemType::kNone};
+  std::set<int>& free = free_[TypeCode(type)];
+  int reg;
+  if (!free.empty()) {
+    reg = *free.begin();
+    free.erase(free.begin());
+  } else {
+    reg = NewRegister(type);
+    is_local_.push_back(false);
+  }
+  live_temps_.push_back(reg);
+  return reg;
+}
+
+int Lowering::Span(const std::vector<RegisterType>& types) {
+  // Reuse a run of free temporaries of exactly these types, else take fresh ones.
+  int count = static_cast<int>(types.size());
+  for (int start = first_temp_; count > 0 && start + count <= static_cast<int>(registers_.size()); ++start) {
+    bool fits = true;
+    for (int i = 0; i < count && fits; ++i) {
+      int reg = start + i;
+      fits = !is_local_[reg] && registers_[reg] == types[i] && free_[TypeCode(types[i])].count(reg);
+    }
+    if (fits) {
+      for (int i = 0; i < count; ++i) {
+        free_[TypeCode(types[i])].erase(start + i);
+        live_temps_.push_back(start + i);
+      }
+      return start;
+    }
+  }
+  int first = static_cast<int>(registers_.size());
+  for (const RegisterType& type : types) {
+    live_temps_.push_back(NewRegister(type));
+    is_local_.push_back(false);
+  }
+  return first;
+}
+
+int Lowering::ConstInt(int64_t value) {
+  auto it = int_constants_.find(value);
+  if (it != int_constants_.end()) return it->second;
+  constants_.push_back({Kind::kInt, value});
+  int reg = kConstantBase + static_cast<int>(constants_.size()) - 1;
+  int_constants_[value] = reg;
+  return reg;
+}
+
+int Lowering::ConstFloat(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  auto it = float_constants_.find(bits);
+  if (it != float_constants_.end()) return it->second;
+  constants_.push_back({Kind::kFloat, static_cast<int64_t>(bits)});
+  int reg = kConstantBase + static_cast<int>(constants_.size()) - 1;
+  float_constants_[bits] = reg;
+  return reg;
+}
+
+int Lowering::ObjectIndex(PyObject* object) {
+  for (size_t i = 0; i < objects_.size(); ++i) {
+    // Identical constants share a slot; equal ones of different types (1 and
+    // 1.0 and True) must not.
+    if (objects_[i] == object) return static_cast<int>(i);
+  }
+  objects_.push_back(Py_NewRef(object));
+  return static_cast<int>(objects_.size()) - 1;
+}
+
+int Lowering::ConstObject(PyObject* object) {
+  auto it = object_constants_.find(object);
+  if (it != object_constants_.end()) return it->second;
+  constants_.push_back({Kind::kObject, ObjectIndex(object)});
+  int reg = kConstantBase + static_cast<int>(constants_.size()) - 1;
+  object_constants_[object] = reg;
+  return reg;
+}
+
+int Lowering::NameIndex(const std::string& name) {
+  auto it = names_.find(name);
+  if (it != names_.end()) return it->second;
+  PyObject* text = PyUnicode_InternFromString(name.c_str());
+  int index = ObjectIndex(text);
+  Py_DECREF(text);
+  names_[name] = index;
+  return index;
+}
+
+void Lowering::SetBound(int slot) {
+  if (bound_flags_[slot] >= 0) Emit(Op::MOVE_I, bound_flags_[slot], ConstInt(1));
+}
+
+// ---- Values -----------------------------------------------------------------------------------------
+
+int Lowering::Coerce(int reg, Type from, Type to, int target) {
+  Kind from_kind = from.kind_of_register();
+  Kind to_kind = to.kind_of_register();
+  if (from_kind == to_kind && (from_kind != Kind::kBuffer || from.elem == to.elem)) {
+    if (target >= 0 && target != reg) {
+      static const Op kMoves[] = {Op::MOVE_I, Op::MOVE_F, Op::MOVE_O, Op::MOVE_U};
+      Emit(kMoves[static_cast<int>(to_kind)], target, reg);
+      return target;
+    }
+    return reg;
+  }
+  int dest = Destination(target, to_kind);
+  if (to_kind == Kind::kObject) {
+    switch (from.kind) {
+      case TypeKind::kInt: Emit(Op::BOX_I, dest, reg); break;
+      case TypeKind::kBool: Emit(Op::BOX_B, dest, reg); break;
+      case TypeKind::kFloat: Emit(Op::BOX_F, dest, reg); break;
+      case TypeKind::kBuffer: Emit(Op::BOX_U, dest, reg); break;
+      default: break;
+    }
+    return dest;
+  }
+  if (to_kind == Kind::kFloat) {
+    Emit(from_kind == Kind::kInt ? Op::I2F : Op::UNBOX_F, dest, reg);
+    return dest;
+  }
+  if (to_kind == Kind::kInt && from_kind == Kind::kObject) {
+    Emit(to.is_bool() ? Op::UNBOX_B : Op::UNBOX_I, dest, reg);
+    return dest;
+  }
+  // The checker admits no other conversion.
+  return reg;
+}
+
+void Lowering::ValueInto(const Expr& expr, int dest, Type dest_type) {
+  bool same_kind = expr.type.kind_of_register() == dest_type.kind_of_register();
+  int reg = Value(expr, same_kind ? dest : -1);
+  Coerce(reg, expr.type, dest_type, dest);
+}
+
+int Lowering::Value(const Expr& expr, int target) {
+  int saved_line = line_;
+  if (expr.loc.line > 0) line_ = expr.loc.line;
+  int reg = -1;
+  switch (expr.kind) {
+    case ExprKind::kInt: reg = ConstInt(expr.int_value); break;
+    case ExprKind::kBool: reg = ConstInt(expr.int_value); break;
+    case ExprKind::kFloat: reg = ConstFloat(expr.float_value); break;
+    case ExprKind::kNone: reg = ConstNone(); break;
+    case ExprKind::kBigInt:
+    case ExprKind::kConstant: reg = ConstObject(expr.object); break;
+    case ExprKind::kName: reg = EmitName(expr, target); break;
+    case ExprKind::kAttribute: reg = EmitAttribute(expr, target); break;
+    case ExprKind::kSubscript: reg = EmitSubscript(expr, target); break;
+    case ExprKind::kSlice: reg = EmitSlice(expr, target); break;
+    case ExprKind::kCall: reg = EmitCall(expr, target); break;
+    case ExprKind::kBinary: reg = EmitBinary(expr, target); break;
+    case ExprKind::kUnary: reg = EmitUnary(expr, target); break;
+    case ExprKind::kBoolOp: reg = EmitBoolOp(expr, target); break;
+    case ExprKind::kCompare: reg = EmitCompare(expr, target); break;
+    case ExprKind::kIfExp: reg = EmitIfExp(expr, target); break;
+    case ExprKind::kTuple:
+    case ExprKind::kList:
+    case ExprKind::kSet:
+    case ExprKind::kDict: reg = EmitDisplay(expr, target); break;
+    case ExprKind::kJoinedStr: reg = EmitJoinedStr(expr, target); break;
+    case ExprKind::kFormatted: reg = EmitFormatted(expr, target); break;
+    case ExprKind::kUnsupported: reg = ConstNone(); break;
+  }
+  line_ = saved_line;
+  return reg;
+}
+
+int Lowering::EmitName(const Expr& expr, int target) {
+  switch (expr.resolution) {
+    case Resolution::kLocal: {
+      int reg = LocalRegister(expr.index);
+      if (expr.check_bound) {
+        int name = NameIndex(expr.text);
+        if (bound_flags_[expr.index] >= 0) Emit(Op::CHECK_BOUND_I, bound_flags_[expr.index], 0, 0, name);
+        else Emit(Op::CHECK_BOUND_O, reg, 0, 0, name);
+      }
+      return reg;
+    }
+    case Resolution::kTypedGlobal: return typed_global_registers_[expr.index];
+    case Resolution::kMathConstant: return ConstFloat(expr.float_value);
+    default: {
+      int dest = Destination(target, Kind::kObject);
+      Emit(Op::LOAD_GLOBAL, dest, 0, 0, NameIndex(expr.text));
+      return dest;
+    }
+  }
+}
+
+int Lowering::EmitAttribute(const Expr& expr, int target) {
+  if (expr.resolution == Resolution::kMathConstant) return ConstFloat(expr.float_value);
+  int base = ObjectValue(*expr.children[0]);
+  int dest = Destination(target, Kind::kObject);
+  Emit(Op::LOAD_ATTR, dest, base, 0, NameIndex(expr.text));
+  return dest;
+}
+
+int Lowering::EmitSlice(const Expr& expr, int target) {
+  int count = expr.children[2] ? 3 : 2;
+  int span = ObjectSpan(count);
+  for (int i = 0; i < count; ++i) {
+    if (expr.children[i]) ValueInto(*expr.children[i], span + i, Type::Object());
+    else Emit(Op::MOVE_O, span + i, ConstNone());
+  }
+  int dest = Destination(target, Kind::kObject);
+  Emit(Op::BUILD_SLICE, dest, span, count);
+  return dest;
+}
+
+int Lowering::EmitSubscript(const Expr& expr, int target) {
+  const Expr& base = *expr.children[0];
+  const Expr& index = *expr.children[1];
+  if (base.type.is_buffer() && index.kind != ExprKind::kSlice) {
+    int buffer = Value(base);
+    return LoadElement(buffer, base.type, index, target);
+  }
+  int object = ObjectValue(base);
+  int key = ObjectValue(index);
+  int dest = Destination(target, Kind::kObject);
+  Emit(Op::GETITEM, dest, object, key);
+  return dest;
+}
+
+bool Lowering::FusedIndex(const Expr& index, int* base, int* offset) {
+  if (index.kind != ExprKind::kBinary || index.bin_op != BinOp::kAdd || !index.type.is_int()) return false;
+  const Expr& left = *index.children[0];
+  const Expr& right = *index.children[1];
+  if (!left.type.is_integral() || !right.type.is_integral()) return false;
+  int saved = line_;
+  line_ = index.loc.line;
+  *base = Value(left);
+  *offset = Value(right);
+  line_ = saved;
+  return true;
+}
+
+int Lowering::IndexValue(const Expr& index) {
+  return Coerce(Value(index), index.type, Type::Int());
+}
+
+int Lowering::LoadElement(int buffer, Type buffer_type, const Expr& index, int target) {
+  ElemType elem = buffer_type.elem;
+  int base, offset;
+  if ((elem == ElemType::kF64 || elem == ElemType::kI64) && FusedIndex(index, &base, &offset)) {
+    bool is_float = elem == ElemType::kF64;
+    int dest = Destination(target, is_float ? Kind::kFloat : Kind::kInt);
+    Emit(is_float ? Op::LOADX_F64 : Op::LOADX_I64, dest, buffer, base, offset);
+    return dest;
+  }
+  return LoadElementAt(buffer, buffer_type, IndexValue(index), target);
+}
+
+int Lowering::LoadElementAt(int buffer, Type buffer_type, int index, int target) {
+  ElemType elem = buffer_type.elem;
+  bool is_float = InfoOf(elem).is_float;
+  int dest = Destination(target, is_float ? Kind::kFloat : Kind::kInt);
+  Op op = elem == ElemType::kF64 ? Op::LOAD_F64
+          : elem == ElemType::kI64 ? Op::LOAD_I64
+          : is_float ? Op::LOAD_F
+                     : Op::LOAD_I;
+  Emit(op, dest, buffer, index);
+  return dest;
+}
+
+void Lowering::StoreElement(int buffer, Type buffer_type, const Expr& index, int value, Type value_type) {
+  ElemType elem = buffer_type.elem;
+  int base, offset;
+  if ((elem == ElemType::kF64 || elem == ElemType::kI64) && FusedIndex(index, &base, &offset)) {
+    bool is_float = elem == ElemType::kF64;
+    int converted = Coerce(value, value_type, is_float ? Type::Float() : Type::Int());
+    Emit(is_float ? Op::STOREX_F64 : Op::STOREX_I64, buffer, base, offset, converted);
+    return;
+  }
+  StoreElementAt(buffer, buffer_type, IndexValue(index), value, value_type);
+}
+
+void Lowering::StoreElementAt(int buffer, Type buffer_type, int index, int value, Type value_type) {
+  ElemType elem = buffer_type.elem;
+  bool is_float = InfoOf(elem).is_float;
+  int converted = Coerce(value, value_type, is_float ? Type::Float() : Type::Int());
+  Op op = elem == ElemType::kF64 ? Op::STORE_F64
+          : elem == ElemType::kI64 ? Op::STORE_I64
+          : is_float ? Op::STORE_F
+                     : Op::STORE_I;
+  Emit(op, buffer, index, converted);
+}
+
+int Lowering::EmitCall(const Expr& expr, int target) {
+  switch (expr.resolution) {
+    case Resolution::kFunction: return EmitTypedCall(expr, target);
+    case Resolution::kMath: return EmitMathCall(expr, target);
+    case Resolution::kBuiltin:
+      if (expr.index >= 0) return EmitBuiltinCall(expr, target);
+      {
+        int result = EmitDynamicCall(expr, -1);
+        if (expr.type.is_object()) return Coerce(result, Type::Object(), expr.type, target);
+        return Coerce(result, Type::Object(), expr.type, Destination(target, expr.type.kind_of_register()));
+      }
+    default: return EmitDynamicCall(expr, target);
+  }
+}
+
+int Lowering::EmitTypedCall(const Expr& expr, int target) {
+  const FunctionInfo& callee = module_.functions[expr.index];
+  std::vector<RegisterType> types;
+  for (const Type& type : callee.param_types) {
+    types.push_back({type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone});
+  }
+  // Arguments are evaluated in source order, then placed.
+  std::vector<int> order;
+  for (size_t i = 1; i < expr.children.size(); ++i) order.push_back(static_cast<int>(i));
+  for (size_t k = 0; k < expr.keywords.size(); ++k) order.push_back(-static_cast<int>(k) - 1);
+  std::map<int, int> value_of;  // binding value -> register
+  for (int source : order) {
+    const Expr& arg = source > 0 ? *expr.children[source] : *expr.keywords[-source - 1].value;
+    value_of[source] = Value(arg);
+  }
+  int span = Span(types);
+  for (size_t p = 0; p < callee.param_types.size(); ++p) {
+    int source = expr.binding[p];
+    Type param_type = callee.param_types[p];
+    if (source == 0) {
+      const Expr& literal = *callee.def->params[p].default_value;
+      ValueInto(literal, span + p, param_type);
+      continue;
+    }
+    const Expr& arg = source > 0 ? *expr.children[source] : *expr.keywords[-source - 1].value;
+    Coerce(value_of[source], arg.type, param_type, span + p);
+  }
+  Type result = callee.result.is_known() ? callee.result : Type::Object();
+  int dest = Destination(target, result.kind_of_register());
+  Emit(Op::CALL_FN, dest, span, static_cast<int>(types.size()), callee.code_index);
+  return dest;
+}
+
+int Lowering::EmitMathCall(const Expr& expr, int target) {
+  const MathInfo& info = kMathInfo[expr.index];
+  std::vector<int> args;
+  for (size_t i = 1; i < expr.children.size(); ++i) {
+    const Expr& arg = *expr.children[i];
+    int reg = Value(arg);
+    if (info.shape == MathShape::FI && arg.type.is_integral()) return Coerce(reg, arg.type, Type::Int(), target);
+    args.push_back(Coerce(reg, arg.type, Type::Float()));
+  }
+  switch (info.shape) {
+    case MathShape::F: {
+      int dest = Destination(target, Kind::kFloat);
+      if (static_cast<MathFn>(expr.index) == MathFn::SQRT) Emit(Op::SQRT_F, dest, args[0]);
+      else Emit(Op::MATH_F, dest, args[0], 0, expr.index);
+      return dest;
+    }
+    case MathShape::FF: {
+      int dest = Destination(target, Kind::kFloat);
+      Emit(Op::MATH_FF, dest, args[0], args[1], expr.index);
+      return dest;
+    }
+    case MathShape::FI: {
+      int dest = Destination(target, Kind::kInt);
+      Emit(Op::MATH_FI, dest, args[0], 0, expr.index);
+      return dest;
+    }
+    case MathShape::FB: {
+      int dest = Destination(target, Kind::kInt);
+      Emit(Op::MATH_FB, dest, args[0], 0, expr.index);
+      return dest;
+    }
+  }
+  return args[0];
+}
+
+int Lowering::Truth(int reg, Type type) {
+  switch (type.kind) {
+    case TypeKind::kInt: {
+      int dest = Temp(Kind::kInt);
+      Emit(Op::TRUTH_I, dest, reg);
+      return dest;
+    }
+    case TypeKind::kBool: return reg;
+    case TypeKind::kFloat: {
+      int dest = Temp(Kind::kInt);
+      Emit(Op::TRUTH_F, dest, reg);
+      return dest;
+    }
+    default: {
+      int object = Coerce(reg, type, Type::Object());
+      int dest = Temp(Kind::kInt);
+      Emit(Op::TRUTH_O, dest, object);
+      return dest;
+    }
+  }
+}
+
+int Lowering::EmitBuiltinCall(const Expr& expr, int target) {
+  auto builtin = static_cast<Builtin>(expr.index);
+  std::vector<int> args;
+  for (size_t i = 1; i < expr.children.size(); ++i) args.push_back(Value(*expr.children[i]));
+  const Type arg_type = expr.children.size() > 1 ? expr.children[1]->type : Type::Unknown();
+  switch (builtin) {
+    case Builtin::kLEN: {
+      int dest = Destination(target, Kind::kInt);
+      Emit(Op::LEN_U, dest, args[0]);
+      return dest;
+    }
+    case Builtin::kINT:
+      if (arg_type.is_float()) {
+        int dest = Destination(target, Kind::kInt);
+        Emit(Op::F2I, dest, args[0]);
+        return dest;
+      }
+      return Coerce(args[0], Type::Int(), Type::Int(), target);
+    case Builtin::kFLOAT: return Coerce(args[0], arg_type, Type::Float(), target);
+    case Builtin::kBOOL: {
+      int truth = Truth(args[0], arg_type);
+      return Coerce(truth, Type::Bool(), Type::Bool(), target);
+    }
+    case Builtin::kABS: {
+      int dest = Destination(target, arg_type.is_float() ? Kind::kFloat : Kind::kInt);
+      Emit(arg_type.is_float() ? Op::ABS_F : Op::ABS_I, dest, args[0]);
+      return dest;
+    }
+    case Builtin::kMIN:
+    case Builtin::kMAX: {
+      bool is_float = arg_type.is_float();
+      Op op = builtin == Builtin::kMIN ? (is_float ? Op::MIN_F : Op::MIN_I) : (is_float ? Op::MAX_F : Op::MAX_I);
+      int dest = Destination(target, is_float ? Kind::kFloat : Kind::kInt);
+      // The accumulator must not alias a later argument.
+      for (size_t i = 1; i < args.size(); ++i) {
+        if (args[i] == dest) dest = Temp(is_float ? Kind::kFloat : Kind::kInt);
+      }
+      Emit(op, dest, args[0], args[1]);
+      for (size_t i = 2; i < args.size(); ++i) Emit(op, dest, dest, args[i]);
+      return dest;
+    }
+    case Builtin::kRANGE: break;
+  }
+  return args.empty() ? ConstNone() : args[0];
+}
+
+int Lowering::EmitDynamicCall(const Expr& expr, int target) {
+  const Expr& callee = *expr.children[0];
+  int num_args = static_cast<int>(expr.children.size()) - 1;
+  int num_keywords = static_cast<int>(expr.keywords.size());
+  if (callee.kind == ExprKind::kAttribute && num_keywords == 0) {
+    int span = ObjectSpan(num_args + 1);
+    ValueInto(*callee.children[0], span, Type::Object());
+    for (int i = 0; i < num_args; ++i) ValueInto(*expr.children[i + 1], span + 1 + i, Type::Object());
+    int dest = Destination(target, Kind::kObject);
+    int saved = line_;
+    line_ = expr.loc.line;
+    Emit(Op::CALL_METHOD, dest, span, num_args + 1, NameIndex(callee.text));
+    line_ = saved;
+    return dest;
+  }
+  int span = ObjectSpan(1 + num_args + num_keywords);
+  if (callee.kind == ExprKind::kAttribute) {
+    int object = ObjectValue(*callee.children[0]);
+    Emit(Op::LOAD_ATTR, span, object, 0, NameIndex(callee.text));
+  } else {
+    ValueInto(callee, span, Type::Object());
+  }
+  for (int i = 0; i < num_args; ++i) ValueInto(*expr.children[i + 1], span + 1 + i, Type::Object());
+  for (int k = 0; k < num_keywords; ++k) {
+    ValueInto(*expr.keywords[k].value, span + 1 + num_args + k, Type::Object());
+  }
+  int dest = Destination(target, Kind::kObject);
+  int saved = line_;
+  line_ = expr.loc.line;
+  if (num_keywords == 0) {
+    Emit(Op::CALL_O, dest, span, num_args);
+  } else {
+    PyObject* names = PyTuple_New(num_keywords);
+    for (int k = 0; k < num_keywords; ++k) {
+      PyTuple_SET_ITEM(names, k, PyUnicode_InternFromString(expr.keywords[k].name.c_str()));
+    }
+    int index = ObjectIndex(names);
+    Py_DECREF(names);
+    Emit(Op::CALL_KW, dest, span, num_args + num_keywords, index);
+  }
+  line_ = saved;
+  return dest;
+}
+
+int Lowering::EmitArithmetic(BinOp op, int left, Type left_type, int right, Type right_type, Type result, int target,
+                             bool in_place) {
+  if (result.is_object()) {
+    int l = Coerce(left, left_type, Type::Object());
+    int r = Coerce(right, right_type, Type::Object());
+    static const BinaryOp kObjectOps[] = {BinaryOp::ADD,    BinaryOp::SUB,    BinaryOp::MUL, BinaryOp::TRUEDIV,
+                                          BinaryOp::FLOORDIV, BinaryOp::MOD,  BinaryOp::POW, BinaryOp::LSHIFT,
+                                          BinaryOp::RSHIFT, BinaryOp::OR,     BinaryOp::XOR, BinaryOp::AND,
+                                          BinaryOp::MATMUL};
+    int id = static_cast<int>(kObjectOps[static_cast<int>(op)]) + (in_place ? kBinaryInPlace : 0);
+    int dest = Destination(target, Kind::kObject);
+    Emit(Op::BINARY_O, dest, l, r, id);
+    return dest;
+  }
+  if (result.is_integral()) {
+    static const Op kIntOps[] = {Op::ADD_I, Op::SUB_I, Op::MUL_I, Op::TRUEDIV_I, Op::FLOORDIV_I, Op::MOD_I, Op::POW_I,
+                                 Op::SHL_I, Op::SHR_I, Op::OR_I,  Op::XOR_I, Op::AND_I,     Op::ADD_I};
+    int dest = Destination(target, Kind::kInt);
+    Emit(kIntOps[static_cast<int>(op)], dest, left, right);
+    return dest;
+  }
+  // A float result.
+  if (op == BinOp::kDiv && left_type.is_integral() && right_type.is_integral()) {
+    int dest = Destination(target, Kind::kFloat);
+    Emit(Op::TRUEDIV_I, dest, left, right);
+    return dest;
+  }
+  int l = Coerce(left, left_type, Type::Float());
+  int r = Coerce(right, right_type, Type::Float());
+  static const Op kFloatOps[] = {Op::ADD_F, Op::SUB_F, Op::MUL_F, Op::DIV_F, Op::FLOORDIV_F, Op::MOD_F, Op::POW_F,
+                                 Op::ADD_F, Op::ADD_F, Op::ADD_F, Op::ADD_F, Op::ADD_F,      Op::ADD_F};
+  int dest = Destination(target, Kind::kFloat);
+  Emit(kFloatOps[static_cast<int>(op)], dest, l, r);
+  return dest;
+}
+
+int Lowering::EmitBinary(const Expr& expr, int target) {
+  const Expr& left = *expr.children[0];
+  const Expr& right = *expr.children[1];
+  int l = Value(left);
+  int r = Value(right);
+  return EmitArithmetic(expr.bin_op, l, left.type, r, right.type, expr.type, target, false);
+}
+
+int Lowering::EmitUnary(const Expr& expr, int target) {
+  const Expr& operand = *expr.children[0];
+  if (expr.un_op == UnOp::kNot) {
+    Label* is_false = NewLabel();
+    Label* done = NewLabel();
+    int dest = Destination(target, Kind::kInt);
+    Branch(operand, true, is_false);
+    Emit(Op::MOVE_I, dest, ConstInt(1));
+    EmitJump(Op::JMP, 0, 0, 0, done);
+    Bind(is_false);
+    Emit(Op::MOVE_I, dest, ConstInt(0));
+    Bind(done);
+    return dest;
+  }
+  int value = Value(operand);
+  if (expr.type.is_object()) {
+    int dest = Destination(target, Kind::kObject);
+    int id = expr.un_op == UnOp::kNeg ? 0 : expr.un_op == UnOp::kPos ? 1 : 2;
+    Emit(Op::UNARY_O, dest, Coerce(value, operand.type, Type::Object()), 0, id);
+    return dest;
+  }
+  if (expr.type.is_float()) {
+    if (expr.un_op == UnOp::kPos) return value;
+    int dest = Destination(target, Kind::kFloat);
+    Emit(Op::NEG_F, dest, value);
+    return dest;
+  }
+  if (expr.un_op == UnOp::kPos) return value;
+  int dest = Destination(target, Kind::kInt);
+  Emit(expr.un_op == UnOp::kNeg ? Op::NEG_I : Op::INVERT_I, dest, value);
+  return dest;
+}
+
+int Lowering::EmitBoolOp(const Expr& expr, int target) {
+  Type type = expr.type;
+  int dest = Destination(target, type.kind_of_register());
+  // The result register must not be read by a later operand.
+  if (dest == target && target < kConstantBase && is_local_[target]) dest = TempFor(type);
+  Label* done = NewLabel();
+  for (size_t i = 0; i < expr.children.size(); ++i) {
+    ValueInto(*expr.children[i], dest, type);
+    if (i + 1 == expr.children.size()) break;
+    int truth = Truth(dest, type);
+    EmitJump(expr.is_and ? Op::JF : Op::JT, truth, 0, 0, done);
+  }
+  Bind(done);
+  return Coerce(dest, type, type, target);
+}
+
+int Lowering::EmitComparePair(CmpOp op, int left, Type left_type, int right, Type right_type, int target) {
+  switch (op) {
+    case CmpOp::kIs:
+    case CmpOp::kIsNot: {
+      int dest = Destination(target, Kind::kInt);
+      Emit(Op::IS_O, dest, Coerce(left, left_type, Type::Object()), Coerce(right, right_type, Type::Object()));
+      if (op == CmpOp::kIsNot) Emit(Op::NOT, dest, dest);
+      return dest;
+    }
+    case CmpOp::kIn:
+    case CmpOp::kNotIn: {
+      int dest = Destination(target, Kind::kInt);
+      Emit(Op::CONTAINS_O, dest, Coerce(left, left_type, Type::Object()), Coerce(right, right_type, Type::Object()));
+      if (op == CmpOp::kNotIn) Emit(Op::NOT, dest, dest);
+      return dest;
+    }
+    default: break;
+  }
+  if (!left_type.is_numeric() || !right_type.is_numeric()) {
+    static const int kPyOps[] = {Py_LT, Py_LE, Py_EQ, Py_NE, Py_GT, Py_GE};
+    int dest = Destination(target, Kind::kObject);
+    Emit(Op::COMPARE_O, dest, Coerce(left, left_type, Type::Object()), Coerce(right, right_type, Type::Object()), 0);
+    code_.back().d = kPyOps[static_cast<int>(op)];
+    return dest;
+  }
+  int dest = Destination(target, Kind::kInt);
+  bool swap = op == CmpOp::kGt || op == CmpOp::kGe;
+  CmpOp base_op = op == CmpOp::kGt ? CmpOp::kLt : op == CmpOp::kGe ? CmpOp::kLe : op;
+  if (left_type.is_integral() && right_type.is_integral()) {
+    Op ops[] = {Op::LT_I, Op::LE_I, Op::EQ_I, Op::NE_I};
+    Op chosen = ops[static_cast<int>(base_op)];
+    Emit(chosen, dest, swap ? right : left, swap ? left : right);
+  } else if (left_type.is_float() && right_type.is_float()) {
+    Op ops[] = {Op::LT_F, Op::LE_F, Op::EQ_F, Op::NE_F};
+    Op chosen = ops[static_cast<int>(base_op)];
+    Emit(chosen, dest, swap ? right : left, swap ? left : right);
+  } else {
+    // Mixed: the float operand goes first, flipping the comparison if needed.
+    bool float_left = left_type.is_float();
+    int f = float_left ? left : right;
+    int i = float_left ? right : left;
+    CmpOp effective = op;
+    if (!float_left) {
+      static const CmpOp kFlipped[] = {CmpOp::kGt, CmpOp::kGe, CmpOp::kEq, CmpOp::kNe, CmpOp::kLt, CmpOp::kLe};
+      effective = kFlipped[static_cast<int>(op)];
+    }
+    static const Op kMixed[] = {Op::LT_FI, Op::LE_FI, Op::EQ_FI, Op::NE_FI, Op::GT_FI, Op::GE_FI};
+    Emit(kMixed[static_cast<int>(effective)], dest, f, i);
+  }
+  return dest;
+}
+
+int Lowering::EmitCompare(const Expr& expr, int target) {
+  if (expr.type.is_bool()) {
+    if (expr.cmp_ops.size() == 1) {
+      int left = Value(*expr.children[0]);
+      int right = Value(*expr.children[1]);
+      return EmitComparePair(expr.cmp_ops[0], left, expr.children[0]->type, right, expr.children[1]->type, target);
+    }
+    int dest = Destination(target, Kind::kInt);
+    if (dest == target && target < kConstantBase && is_local_[target]) dest = Temp(Kind::kInt);
+    Label* done = NewLabel();
+    Emit(Op::MOVE_I, dest, ConstInt(0));
+    Branch(expr, false, done);
+    Emit(Op::MOVE_I, dest, ConstInt(1));
+    Bind(done);
+    return Coerce(dest, Type::Bool(), Type::Bool(), target);
+  }
+  // An object result: each comparison's own result, stopping at the first falsy one.
+  int dest = Temp(Kind::kObject);
+  Label* done = NewLabel();
+  int left = Value(*expr.children[0]);
+  Type left_type = expr.children[0]->type;
+  for (size_t i = 0; i < expr.cmp_ops.size(); ++i) {
+    int right = Value(*expr.children[i + 1]);
+    Type right_type = expr.children[i + 1]->type;
+    if (i + 1 < expr.cmp_ops.size() && right < kConstantBase && !IsTemp(right)) {
+      int copy = TempFor(right_type);
+      right = Coerce(right, right_type, right_type, copy);
+    }
+    int pair = EmitComparePair(expr.cmp_ops[i], left, left_type, right, right_type, -1);
+    bool pair_is_object = TypeOf(pair).kind == Kind::kObject;
+    Coerce(pair, pair_is_object ? Type::Object() : Type::Bool(), Type::Object(), dest);
+    if (i + 1 < expr.cmp_ops.size()) {
+      int truth = Temp(Kind::kInt);
+      Emit(Op::TRUTH_O, truth, dest);
+      EmitJump(Op::JF, truth, 0, 0, done);
+    }
+    left = right;
+    left_type = right_type;
+  }
+  Bind(done);
+  return Coerce(dest, Type::Object(), Type::Object(), target);
+}
+
+int Lowering::EmitIfExp(const Expr& expr, int target) {
+  Type type = expr.type;
+  int dest = Temp(type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone);
+  Label* orelse = NewLabel();
+  Label* done = NewLabel();
+  Branch(*expr.children[0], false, orelse);
+  ValueInto(*expr.children[1], dest, type);
+  EmitJump(Op::JMP, 0, 0, 0, done);
+  Bind(orelse);
+  ValueInto(*expr.children[2], dest, type);
+  Bind(done);
+  return Coerce(dest, type, type, target);
+}
+
+int Lowering::EmitDisplay(const Expr& expr, int target) {
+  int count = static_cast<int>(expr.children.size());
+  int span = ObjectSpan(count);
+  for (int i = 0; i < count; ++i) ValueInto(*expr.children[i], span + i, Type::Object());
+  Op op = expr.kind == ExprKind::kTuple  ? Op::BUILD_TUPLE
+          : expr.kind == ExprKind::kList ? Op::BUILD_LIST
+          : expr.kind == ExprKind::kSet  ? Op::BUILD_SET
+                                         : Op::BUILD_DICT;
+  int dest = Destination(target, Kind::kObject);
+  Emit(op, dest, span, count);
+  return dest;
+}
+
+int Lowering::EmitFormatted(const Expr& expr, int target) {
+  int value = ObjectValue(*expr.children[0]);
+  int dest = Destination(target, Kind::kObject);
+  if (expr.children[1]) {
+    int spec = ObjectValue(*expr.children[1]);
+    Emit(Op::FORMAT_SPEC, dest, value, expr.conversion, spec);
+  } else {
+    Emit(Op::FORMAT, dest, value, expr.conversion);
+  }
+  return dest;
+}
+
+int Lowering::EmitJoinedStr(const Expr& expr, int target) {
+  int count = static_cast<int>(expr.children.size());
+  if (count == 1 && expr.children[0]->kind == ExprKind::kFormatted) return EmitFormatted(*expr.children[0], target);
+  if (count == 0) {
+    PyObject* empty = PyUnicode_FromString("");
+    int reg = ConstObject(empty);
+    Py_DECREF(empty);
+    return reg;
+  }
+  int span = ObjectSpan(count);
+  for (int i = 0; i < count; ++i) ValueInto(*expr.children[i], span + i, Type::Object());
+  int dest = Destination(target, Kind::kObject);
+  Emit(Op::BUILD_STRING, dest, span, count);
+  return dest;
+}
+
+// ---- Conditions ---------------------------------------------------------------------------------
+
+void Lowering::CompareBranch(CmpOp op, int left, Type left_type, int right, Type right_type, bool when,
+                             Label* label) {
+  bool numeric = left_type.is_numeric() && right_type.is_numeric() && op != CmpOp::kIs && op != CmpOp::kIsNot &&
+                 op != CmpOp::kIn && op != CmpOp::kNotIn;
+  if (!numeric) {
+    int pair = EmitComparePair(op, left, left_type, right, right_type, -1);
+    int truth = TypeOf(pair).kind == Kind::kObject ? Truth(pair, Type::Object()) : pair;
+    EmitJump(when ? Op::JT : Op::JF, truth, 0, 0, label);
+    return;
+  }
+  if (left_type.is_integral() && right_type.is_integral()) {
+    // Integer negations are swapped complements.
+    struct Choice {
+      Op op;
+      bool swap;
+    };
+    static const Choice kWhenTrue[] = {{Op::JLT_I, false}, {Op::JLE_I, false}, {Op::JEQ_I, false},
+                                       {Op::JNE_I, false}, {Op::JLT_I, true},  {Op::JLE_I, true}};
+    static const Choice kWhenFalse[] = {{Op::JLE_I, true},  {Op::JLT_I, true},  {Op::JNE_I, false},
+                                        {Op::JEQ_I, false}, {Op::JLE_I, false}, {Op::JLT_I, false}};
+    Choice choice = (when ? kWhenTrue : kWhenFalse)[static_cast<int>(op)];
+    EmitJump(choice.op, choice.swap ? right : left, choice.swap ? left : right, 0, label);
+    return;
+  }
+  if (left_type.is_float() && right_type.is_float()) {
+    struct Choice {
+      Op op;
+      bool swap;
+    };
+    static const Choice kWhenTrue[] = {{Op::JLT_F, false}, {Op::JLE_F, false}, {Op::JEQ_F, false},
+                                       {Op::JNE_F, false}, {Op::JLT_F, true},  {Op::JLE_F, true}};
+    static const Choice kWhenFalse[] = {{Op::JNLT_F, false}, {Op::JNLE_F, false}, {Op::JNE_F, false},
+                                        {Op::JEQ_F, false},  {Op::JNLT_F, true},  {Op::JNLE_F, true}};
+    Choice choice = (when ? kWhenTrue : kWhenFalse)[static_cast<int>(op)];
+    EmitJump(choice.op, choice.swap ? right : left, choice.swap ? left : right, 0, label);
+    return;
+  }
+  // Mixed int and float: the float first.
+  bool float_left = left_type.is_float();
+  int f = float_left ? left : right;
+  int i = float_left ? right : left;
+  CmpOp effective = op;
+  if (!float_left) {
+    static const CmpOp kFlipped[] = {CmpOp::kGt, CmpOp::kGe, CmpOp::kEq, CmpOp::kNe, CmpOp::kLt, CmpOp::kLe};
+    effective = kFlipped[static_cast<int>(op)];
+  }
+  if (effective == CmpOp::kEq || effective == CmpOp::kNe) {
+    int dest = Temp(Kind::kInt);
+    Emit(effective == CmpOp::kEq ? Op::EQ_FI : Op::NE_FI, dest, f, i);
+    EmitJump(when ? Op::JT : Op::JF, dest, 0, 0, label);
+    return;
+  }
+  static const Op kTrue[] = {Op::JLT_FI, Op::JLE_FI, Op::JLT_FI, Op::JLT_FI, Op::JGT_FI, Op::JGE_FI};
+  static const Op kFalse[] = {Op::JNLT_FI, Op::JNLE_FI, Op::JNLT_FI, Op::JNLT_FI, Op::JNGT_FI, Op::JNGE_FI};
+  EmitJump((when ? kTrue : kFalse)[static_cast<int>(effective)], f, i, 0, label);
+}
+
+void Lowering::Branch(const Expr& expr, bool when, Label* label) {
+  int saved_line = line_;
+  if (expr.loc.line > 0) line_ = expr.loc.line;
+  switch (expr.kind) {
+    case ExprKind::kBool:
+      if ((expr.int_value != 0) == when) EmitJump(Op::JMP, 0, 0, 0, label);
+      break;
+    case ExprKind::kUnary:
+      if (expr.un_op == UnOp::kNot) {
+        Branch(*expr.children[0], !when, label);
+        break;
+      }
+      [[fallthrough]];
+    default: {
+      if (expr.kind == ExprKind::kBoolOp) {
+        bool short_circuit_to_label = expr.is_and ? !when : when;
+        if (short_circuit_to_label) {
+          for (const ExprPtr& child : expr.children) Branch(*child, when, label);
+        } else {
+          Label* skip = NewLabel();
+          for (size_t i = 0; i + 1 < expr.children.size(); ++i) Branch(*expr.children[i], !when, skip);
+          Branch(*expr.children.back(), when, label);
+          Bind(skip);
+        }
+        break;
+      }
+      if (expr.kind == ExprKind::kCompare && expr.type.is_bool()) {
+        Label* skip = when && expr.cmp_ops.size() > 1 ? NewLabel() : nullptr;
+        int left = Value(*expr.children[0]);
+        Type left_type = expr.children[0]->type;
+        for (size_t i = 0; i < expr.cmp_ops.size(); ++i) {
+          bool last = i + 1 == expr.cmp_ops.size();
+          int right = Value(*expr.children[i + 1]);
+          Type right_type = expr.children[i + 1]->type;
+          if (!last && right < kConstantBase && !IsTemp(right)) {
+            int copy = TempFor(right_type);
+            right = Coerce(right, right_type, right_type, copy);
+          }
+          if (last) CompareBranch(expr.cmp_ops[i], left, left_type, right, right_type, when, label);
+          else CompareBranch(expr.cmp_ops[i], left, left_type, right, right_type, false, when ? skip : label);
+          left = right;
+          left_type = right_type;
+        }
+        if (skip) Bind(skip);
+        break;
+      }
+      int value = Value(expr);
+      if (expr.type.kind == TypeKind::kNone) {
+        if (!when) EmitJump(Op::JMP, 0, 0, 0, label);
+        break;
+      }
+      int truth = expr.type.is_integral() ? value : Truth(value, expr.type);
+      EmitJump(when ? Op::JT : Op::JF, truth, 0, 0, label);
+      break;
+    }
+  }
+  line_ = saved_line;
+}
+
+// ---- Statements ---------------------------------------------------------------------------------
+
+void Lowering::Block(const std::vector<StmtPtr>& body) {
+  for (const StmtPtr& stmt : body) {
+    TempScope scope(this);
+    Statement(*stmt);
+  }
+}
+
+void Lowering::Statement(const Stmt& stmt) {
+  line_ = stmt.loc.line;
+  switch (stmt.kind) {
+    case StmtKind::kExpr: Value(*stmt.value); break;
+    case StmtKind::kAssign: Assign(stmt); break;
+    case StmtKind::kAnnAssign:
+      if (stmt.value) Assign(stmt);
+      break;
+    case StmtKind::kAugAssign: AugAssign(stmt); break;
+    case StmtKind::kReturn: Return(stmt); break;
+    case StmtKind::kPass: break;
+    case StmtKind::kBreak: EmitJump(Op::JMP, 0, 0, 0, loops_.back().break_label); break;
+    case StmtKind::kContinue: EmitJump(Op::JMP, 0, 0, 0, loops_.back().continue_label); break;
+    case StmtKind::kIf: {
+      Label* orelse = NewLabel();
+      Label* done = NewLabel();
+      Branch(*stmt.test, false, orelse);
+      Block(stmt.body);
+      if (!stmt.orelse.empty()) {
+        if (!LastIsEnd()) EmitJump(Op::JMP, 0, 0, 0, done);
+        Bind(orelse);
+        Block(stmt.orelse);
+      } else {
+        Bind(orelse);
+      }
+      Bind(done);
+      break;
+    }
+    case StmtKind::kWhile: While(stmt); break;
+    case StmtKind::kFor: For(stmt); break;
+    case StmtKind::kAssert: {
+      Label* ok = NewLabel();
+      Branch(*stmt.test, true, ok);
+      line_ = stmt.loc.line;
+      int message = stmt.value ? ObjectValue(*stmt.value) : ConstNone();
+      line_ = stmt.loc.line;
+      Emit(Op::ASSERT_FAIL, message);
+      Bind(ok);
+      break;
+    }
+    case StmtKind::kRaise: {
+      int exception = ObjectValue(*stmt.value);
+      line_ = stmt.loc.line;
+      Emit(Op::RAISE, exception);
+      break;
+    }
+    case StmtKind::kGlobal: break;
+    case StmtKind::kImport: Import(stmt); break;
+    case StmtKind::kFunctionDef:
+    case StmtKind::kUnsupported: break;
+  }
+}
+
+void Lowering::Assign(const Stmt& stmt) {
+  const Expr& value = *stmt.value;
+  const Expr& first = *stmt.targets[0];
+  if (stmt.kind == StmtKind::kAssign && stmt.targets.size() == 1 &&
+      (first.kind == ExprKind::kTuple || first.kind == ExprKind::kList) &&
+      (value.kind == ExprKind::kTuple || value.kind == ExprKind::kList) &&
+      value.children.size() == first.children.size()) {
+    // Parallel assignment: evaluate every value into a temporary first.
+    std::vector<int> values;
+    for (const ExprPtr& child : value.children) {
+      int reg = Value(*child);
+      if (reg < kConstantBase && !IsTemp(reg)) {
+        int copy = TempFor(child->type);
+        reg = Coerce(reg, child->type, child->type, copy);
+      }
+      values.push_back(reg);
+    }
+    for (size_t i = 0; i < values.size(); ++i) StoreTarget(*first.children[i], values[i], value.children[i]->type);
+    return;
+  }
+  if (stmt.targets.size() == 1 && first.kind == ExprKind::kName && first.resolution == Resolution::kLocal) {
+    int slot = first.index;
+    ValueInto(value, LocalRegister(slot), fn_.locals[slot].type);
+    SetBound(slot);
+    return;
+  }
+  int reg = Value(value);
+  for (const ExprPtr& target : stmt.targets) StoreTarget(*target, reg, value.type);
+}
+
+void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
+  int saved = line_;
+  if (target.loc.line > 0) line_ = target.loc.line;
+  switch (target.kind) {
+    case ExprKind::kName:
+      if (target.resolution == Resolution::kLocal) {
+        int slot = target.index;
+        Coerce(value, value_type, fn_.locals[slot].type, LocalRegister(slot));
+        SetBound(slot);
+      } else {
+        Emit(Op::STORE_GLOBAL, Coerce(value, value_type, Type::Object()), 0, 0, NameIndex(target.text));
+      }
+      break;
+    case ExprKind::kSubscript: {
+      const Expr& base = *target.children[0];
+      const Expr& index = *target.children[1];
+      if (base.type.is_buffer() && index.kind != ExprKind::kSlice) {
+        int buffer = Value(base);
+        StoreElement(buffer, base.type, index, value, value_type);
+      } else {
+        int object = ObjectValue(base);
+        int key = ObjectValue(index);
+        Emit(Op::SETITEM, object, key, Coerce(value, value_type, Type::Object()));
+      }
+      break;
+    }
+    case ExprKind::kAttribute: {
+      int object = ObjectValue(*target.children[0]);
+      Emit(Op::STORE_ATTR, object, Coerce(value, value_type, Type::Object()), 0, NameIndex(target.text));
+      break;
+    }
+    case ExprKind::kTuple:
+    case ExprKind::kList: {
+      int count = static_cast<int>(target.children.size());
+      int span = ObjectSpan(count);
+      Emit(Op::UNPACK, span, Coerce(value, value_type, Type::Object()), count);
+      for (int i = 0; i < count; ++i) StoreTarget(*target.children[i], span + i, Type::Object());
+      break;
+    }
+    default: break;
+  }
+  line_ = saved;
+}
+
+void Lowering::AugAssign(const Stmt& stmt) {
+  const Expr& target = *stmt.targets[0];
+  const Expr& value = *stmt.value;
+  BinOp op = stmt.bin_op;
+  switch (target.kind) {
+    case ExprKind::kName: {
+      if (target.resolution == Resolution::kLocal) {
+        int slot = target.index;
+        int reg = EmitName(target, -1);
+        Type type = fn_.locals[slot].type;
+        int right = Value(value);
+        Type result = stmt.result_type;
+        bool in_place = result.is_object();
+        int combined = EmitArithmetic(op, reg, type, right, value.type, result,
+                                      result.kind_of_register() == type.kind_of_register() ? reg : -1, in_place);
+        Coerce(combined, result, type, reg);
+        SetBound(slot);
+      } else {
+        int current = Temp(Kind::kObject);
+        Emit(Op::LOAD_GLOBAL, current, 0, 0, NameIndex(target.text));
+        int right = ObjectValue(value);
+        int combined = EmitArithmetic(op, current, Type::Object(), right, Type::Object(), Type::Object(), current, true);
+        Emit(Op::STORE_GLOBAL, combined, 0, 0, NameIndex(target.text));
+      }
+      break;
+    }
+    case ExprKind::kSubscript: {
+      const Expr& base = *target.children[0];
+      const Expr& index = *target.children[1];
+      if (base.type.is_buffer()) {
+        int buffer = Value(base);
+        int position = IndexValue(index);
+        Type element = base.type.element();
+        int current = LoadElementAt(buffer, base.type, position, -1);
+        int right = Value(value);
+        Type result = stmt.result_type;
+        int combined = EmitArithmetic(op, current, element, right, value.type, result, -1, result.is_object());
+        StoreElementAt(buffer, base.type, position, combined, result);
+      } else {
+        int object = ObjectValue(base);
+        int key = ObjectValue(index);
+        int current = Temp(Kind::kObject);
+        Emit(Op::GETITEM, current, object, key);
+        int right = ObjectValue(value);
+        int combined = EmitArithmetic(op, current, Type::Object(), right, Type::Object(), Type::Object(), current, true);
+        Emit(Op::SETITEM, object, key, combined);
+      }
+      break;
+    }
+    case ExprKind::kAttribute: {
+      int object = ObjectValue(*target.children[0]);
+      int current = Temp(Kind::kObject);
+      int name = NameIndex(target.text);
+      Emit(Op::LOAD_ATTR, current, object, 0, name);
+      int right = ObjectValue(value);
+      int combined = EmitArithmetic(op, current, Type::Object(), right, Type::Object(), Type::Object(), current, true);
+      Emit(Op::STORE_ATTR, object, combined, 0, name);
+      break;
+    }
+    default: break;
+  }
+}
+
+void Lowering::While(const Stmt& stmt) {
+  Label* top = NewLabel();
+  Label* bottom = NewLabel();
+  Label* orelse = NewLabel();
+  Label* done = NewLabel();
+  Bind(top);
+  {
+    TempScope scope(this);
+    Branch(*stmt.test, false, orelse);
+  }
+  loops_.push_back({bottom, done});
+  Block(stmt.body);
+  loops_.pop_back();
+  Bind(bottom);
+  line_ = stmt.loc.line;
+  EmitJump(Op::LOOP, 0, 0, 0, top);
+  Bind(orelse);
+  Block(stmt.orelse);
+  Bind(done);
+}
+
+bool Lowering::AssignedIn(const std::vector<StmtPtr>& body, const std::string& name) const {
+  std::function<bool(const Expr&)> target_names = [&](const Expr& target) {
+    if (target.kind == ExprKind::kName) return target.text == name;
+    if (target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) {
+      for (const ExprPtr& child : target.children) {
+        if (target_names(*child)) return true;
+      }
+    }
+    return false;
+  };
+  for (const StmtPtr& stmt : body) {
+    for (const ExprPtr& target : stmt->targets) {
+      if (target && target_names(*target)) return true;
+    }
+    if (stmt->kind == StmtKind::kImport) {
+      for (const auto& [module, as_name] : stmt->names) {
+        if ((as_name.empty() ? module.substr(0, module.find('.')) : as_name) == name) return true;
+      }
+    }
+    if (AssignedIn(stmt->body, name) || AssignedIn(stmt->orelse, name)) return true;
+  }
+  return false;
+}
+
+void Lowering::FindLoopPrivateLocals() {
+  // A range loop may count in its target variable directly, even though an
+  // empty range must leave the variable untouched, when nothing can observe the
+  // difference: the variable is only ever assigned as the target of range loops
+  // (none nested in another over it), and only read inside their bodies.
+  std::map<std::string, bool> candidate;
+  std::function<void(const Expr&, const std::vector<std::string>&)> reads = [&](const Expr& expr,
+                                                                                const std::vector<std::string>& loops) {
+    if (expr.kind == ExprKind::kName) {
+      if (std::find(loops.begin(), loops.end(), expr.text) == loops.end()) candidate[expr.text] = false;
+    }
+    for (const ExprPtr& child : expr.children) {
+      if (child) reads(*child, loops);
+    }
+    for (const Keyword& keyword : expr.keywords) reads(*keyword.value, loops);
+  };
+  std::function<void(const std::vector<StmtPtr>&, std::vector<std::string>&)> walk =
+      [&](const std::vector<StmtPtr>& body, std::vector<std::string>& loops) {
+        for (const StmtPtr& stmt : body) {
+          bool is_range_loop = stmt->kind == StmtKind::kFor && stmt->targets[0]->kind == ExprKind::kName &&
+                               stmt->value->kind == ExprKind::kCall && stmt->value->resolution == Resolution::kBuiltin &&
+                               stmt->value->index == static_cast<int>(Builtin::kRANGE);
+          if (is_range_loop) {
+            const std::string& name = stmt->targets[0]->text;
+            if (!candidate.count(name)) candidate[name] = true;
+            if (std::find(loops.begin(), loops.end(), name) != loops.end()) candidate[name] = false;
+            reads(*stmt->value, loops);
+            loops.push_back(name);
+            walk(stmt->body, loops);
+            loops.pop_back();
+            walk(stmt->orelse, loops);
+            continue;
+          }
+          for (const ExprPtr& target : stmt->targets) {
+            if (!target) continue;
+            std::function<void(const Expr&)> assigned = [&](const Expr& t) {
+              if (t.kind == ExprKind::kName) candidate[t.text] = false;
+              else if (t.kind == ExprKind::kTuple || t.kind == ExprKind::kList) {
+                for (const ExprPtr& child : t.children) assigned(*child);
+              } else {
+                reads(t, loops);
+              }
+            };
+            assigned(*target);
+            if (stmt->kind == StmtKind::kAugAssign) reads(*target, loops);
+          }
+          if (stmt->value) reads(*stmt->value, loops);
+          if (stmt->test) reads(*stmt->test, loops);
+          if (stmt->kind == StmtKind::kImport) {
+            for (const auto& [module, as_name] : stmt->names) {
+              candidate[as_name.empty() ? module.substr(0, module.find('.')) : as_name] = false;
+            }
+          }
+          walk(stmt->body, loops);
+          walk(stmt->orelse, loops);
+        }
+      };
+  std::vector<std::string> loops;
+  walk(fn_.def->body, loops);
+  for (const auto& [name, is_private] : candidate) {
+    if (!is_private) continue;
+    auto it = fn_.local_index.find(name);
+    if (it == fn_.local_index.end()) continue;
+    const LocalVariable& local = fn_.locals[it->second];
+    if (!local.is_param && local.type.is_int() && !local.needs_bound_check) loop_private_.insert(name);
+  }
+}
+
+void Lowering::For(const Stmt& stmt) {
+  const Expr& iter = *stmt.value;
+  if (iter.kind == ExprKind::kCall && iter.resolution == Resolution::kBuiltin &&
+      iter.index == static_cast<int>(Builtin::kRANGE) && iter.type.is_object() && iter.type.known_class &&
+      std::strcmp(iter.type.known_class, "range") == 0 && iter.children.size() >= 2 && iter.children.size() <= 4) {
+    ForRange(stmt);
+    return;
+  }
+  int value = Value(iter);
+  if (iter.type.is_buffer()) {
+    ForBuffer(stmt, value, iter.type);
+  } else {
+    ForObject(stmt, Coerce(value, iter.type, Type::Object()));
+  }
+}
+
+void Lowering::ForRange(const Stmt& stmt) {
+  const Expr& iter = *stmt.value;
+  const Expr& target = *stmt.targets[0];
+  size_t count = iter.children.size() - 1;
+  // range() evaluates its arguments once, before the loop.
+  auto stable = [&](const Expr& expr) {
+    int reg = Coerce(Value(expr), expr.type, Type::Int());
+    if (reg >= kConstantBase || IsTemp(reg)) return reg;
+    if (expr.kind == ExprKind::kName && !AssignedIn(stmt.body, expr.text) &&
+        !(target.kind == ExprKind::kName && target.text == expr.text)) {
+      return reg;
+    }
+    int copy = Temp(Kind::kInt);
+    Emit(Op::MOVE_I, copy, reg);
+    return copy;
+  };
+  int start = count >= 2 ? Coerce(Value(*iter.children[1]), iter.children[1]->type, Type::Int()) : ConstInt(0);
+  int stop = stable(*iter.children[count >= 2 ? 2 : 1]);
+  int step = count == 3 ? stable(*iter.children[3]) : ConstInt(1);
+  bool step_is_one = count < 3 || (iter.children[3]->kind == ExprKind::kInt && iter.children[3]->int_value == 1);
+
+  bool direct = target.kind == ExprKind::kName && target.resolution == Resolution::kLocal &&
+                loop_private_.count(target.text) && !AssignedIn(stmt.body, target.text);
+  int counter = direct ? LocalRegister(target.index) : Temp(Kind::kInt);
+  Emit(Op::MOVE_I, counter, start);
+
+  Label* body = NewLabel();
+  Label* next = NewLabel();
+  Label* exit = NewLabel();
+  Label* done = NewLabel();
+  line_ = stmt.loc.line;
+  if (step_is_one) EmitJump(Op::JLE_I, stop, counter, 0, exit);
+  else EmitJump(Op::FORPREP, counter, stop, step, exit);
+  Bind(body);
+  if (!direct) {
+    TempScope scope(this);
+    StoreTarget(target, counter, Type::Int());
+  } else {
+    SetBound(target.index);
+  }
+  loops_.push_back({next, done});
+  Block(stmt.body);
+  loops_.pop_back();
+  Bind(next);
+  line_ = stmt.loc.line;
+  if (step_is_one) EmitJump(Op::FORLOOP_INC, counter, stop, 0, body);
+  else EmitJump(Op::FORLOOP, counter, stop, step, body);
+  Bind(exit);
+  Block(stmt.orelse);
+  Bind(done);
+}
+
+void Lowering::ForBuffer(const Stmt& stmt, int buffer, Type buffer_type) {
+  const Expr& target = *stmt.targets[0];
+  if (buffer < kConstantBase && !IsTemp(buffer)) {
+    // Iterate the view the loop started with, whatever the body rebinds.
+    int copy = Temp(Kind::kBuffer, buffer_type.elem);
+    Emit(Op::MOVE_U, copy, buffer);
+    buffer = copy;
+  }
+  int index = Temp(Kind::kInt);
+  int length = Temp(Kind::kInt);
+  Emit(Op::MOVE_I, index, ConstInt(0));
+  Emit(Op::LEN_U, length, buffer);
+  Label* body = NewLabel();
+  Label* next = NewLabel();
+  Label* exit = NewLabel();
+  Label* done = NewLabel();
+  EmitJump(Op::JLE_I, length, index, 0, exit);
+  Bind(body);
+  {
+    TempScope scope(this);
+    Type element = buffer_type.element();
+    if (target.kind == ExprKind::kName && target.resolution == Resolution::kLocal &&
+        fn_.locals[target.index].type == element) {
+      LoadElementAt(buffer, buffer_type, index, LocalRegister(target.index));
+      SetBound(target.index);
+    } else {
+      StoreTarget(target, LoadElementAt(buffer, buffer_type, index, -1), element);
+    }
+  }
+  loops_.push_back({next, done});
+  Block(stmt.body);
+  loops_.pop_back();
+  Bind(next);
+  line_ = stmt.loc.line;
+  EmitJump(Op::FORLOOP_INC, index, length, 0, body);
+  Bind(exit);
+  Block(stmt.orelse);
+  Bind(done);
+}
+
+void Lowering::ForObject(const Stmt& stmt, int iterable) {
+  int iterator = Temp(Kind::kObject);
+  Emit(Op::GET_ITER, iterator, iterable);
+  Label* top = NewLabel();
+  Label* next = NewLabel();
+  Label* exit = NewLabel();
+  Label* done = NewLabel();
+  int item = Temp(Kind::kObject);
+  Bind(top);
+  line_ = stmt.loc.line;
+  EmitJump(Op::FOR_ITER, item, iterator, 0, exit);
+  {
+    TempScope scope(this);
+    StoreTarget(*stmt.targets[0], item, Type::Object());
+  }
+  loops_.push_back({next, done});
+  Block(stmt.body);
+  loops_.pop_back();
+  Bind(next);
+  line_ = stmt.loc.line;
+  EmitJump(Op::LOOP, 0, 0, 0, top);
+  Bind(exit);
+  Block(stmt.orelse);
+  Bind(done);
+}
+
+void Lowering::Return(const Stmt& stmt) {
+  Type result = fn_.result;
+  if (!stmt.value) {
+    if (result.is_object()) Emit(Op::RET_NONE);
+    return;
+  }
+  int value = Value(*stmt.value);
+  line_ = stmt.loc.line;
+  switch (result.kind_of_register()) {
+    case Kind::kInt: Emit(Op::RET_I, Coerce(value, stmt.value->type, result)); break;
+    case Kind::kFloat: Emit(Op::RET_F, Coerce(value, stmt.value->type, result)); break;
+    default:
+      if (result.kind == TypeKind::kNone && stmt.value->type.kind == TypeKind::kNone) Emit(Op::RET_NONE);
+      else Emit(Op::RET_O, Coerce(value, stmt.value->type, Type::Object()));
+      break;
+  }
+}
+
+void Lowering::Import(const Stmt& stmt) {
+  for (const auto& [module, as_name] : stmt.names) {
+    std::string bound = as_name.empty() ? module.substr(0, module.find('.')) : as_name;
+    int slot = fn_.local_index.at(bound);
+    int reg = LocalRegister(slot);
+    Emit(Op::IMPORT, reg, 0, 0, NameIndex(module));
+    if (!as_name.empty()) {
+      // `import a.b as c` binds the submodule.
+      size_t start = module.find('.');
+      while (start != std::string::npos) {
+        size_t end = module.find('.', start + 1);
+        std::string part = module.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
+        Emit(Op::LOAD_ATTR, reg, reg, 0, NameIndex(part));
+        start = end;
+      }
+    }
+    SetBound(slot);
+  }
+}
+
+// ---- Driver -------------------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
+  free_.resize(kKindCount * kElemTypeCount);
+  // Parameters, then locals.
+  for (const LocalVariable& local : fn_.locals) {
+    Type type = local.type;
+    local_registers_.push_back(NewRegister({type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone}));
+    is_local_.push_back(true);
+  }
+  bound_flags_.assign(fn_.locals.size(), -1);
+  for (size_t i = 0; i < fn_.locals.size(); ++i) {
+    const LocalVariable& local = fn_.locals[i];
+    if (local.needs_bound_check && local.type.kind_of_register() != Kind::kObject) {
+      bound_flags_[i] = NewRegister({Kind::kInt, ElemType::kNone});
+      is_local_.push_back(true);
+    }
+  }
+  first_temp_ = static_cast<int>(registers_.size());
+  FindLoopPrivateLocals();
+
+  // Annotated module constants are read once, when the call starts.
+  line_ = fn_.def->loc.line;
+  for (const auto& [name, type] : fn_.typed_globals) {
+    int reg = NewRegister({type.kind_of_register(), ElemType::kNone});
+    is_local_.push_back(true);
+    Op op = type.is_float() ? Op::LOAD_GLOBAL_F : type.is_bool() ? Op::LOAD_GLOBAL_B : Op::LOAD_GLOBAL_I;
+    Emit(op, reg, 0, 0, NameIndex(name));
+    typed_global_registers_.push_back(reg);
+  }
+  first_temp_ = static_cast<int>(registers_.size());
+
+  Block(fn_.def->body);
+  bool jump_to_end = std::any_of(labels_.begin(), labels_.end(), [&](const auto& label) {
+    return !label->uses.empty() && label->target == static_cast<int>(code_.size());
+  });
+  if (!LastIsEnd() || jump_to_end) {
+    // Falling off the end returns None. A typed function cannot (the checker
+    // says so), but the code must still end in a return.
+    line_ = fn_.def->body.empty() ? fn_.def->loc.line : fn_.def->body.back()->loc.end_line;
+    switch (fn_.result.kind_of_register()) {
+      case Kind::kInt: Emit(Op::RET_I, ConstInt(0)); break;
+      case Kind::kFloat: Emit(Op::RET_F, ConstFloat(0.0)); break;
+      default: Emit(Op::RET_NONE); break;
+    }
+  }
+  return Finish();
+}
+
+absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
+  const int num_params = static_cast<int>(fn_.def->params.size());
+  const int num_constants = static_cast<int>(constants_.size());
+  const int total = static_cast<int>(registers_.size()) + num_constants;
+  if (total > kMaxRegisters) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("needs ", total, " registers; the instruction format addresses ", kMaxRegisters));
+  }
+  auto layout = [&](int reg) {
+    if (reg >= kConstantBase) return num_params + (reg - kConstantBase);
+    if (reg < num_params) return reg;
+    return reg + num_constants;
+  };
+  auto fn = std::make_unique<FunctionCode>();
+  fn->name = fn_.name;
+  fn->qualname = fn_.name;
+  fn->first_line = fn_.def->loc.line;
+  for (size_t i = 0; i < fn_.def->params.size(); ++i) {
+    const ParamSyntax& syntax = fn_.def->params[i];
+    Param param;
+    param.name = syntax.name;
+    Type type = fn_.param_types[i];
+    param.type = type.value_type();
+    param.elem = type.is_buffer() ? type.elem : ElemType::kNone;
+    if (syntax.kind == ParamKind::kPositionalOnly) ++fn->num_posonly;
+    if (syntax.kind == ParamKind::kKeywordOnly) ++fn->num_kwonly;
+    fn->params.push_back(param);
+  }
+  fn->result = fn_.result.is_known() ? fn_.result.value_type() : ValueType::kObject;
+  if (fn->result == ValueType::kBuffer) fn->result = ValueType::kObject;
+  fn->registers.resize(total);
+  for (int reg = 0; reg < static_cast<int>(registers_.size()); ++reg) fn->registers[layout(reg)] = registers_[reg];
+  for (int i = 0; i < num_constants; ++i) fn->registers[num_params + i] = {constants_[i].kind, ElemType::kNone};
+  fn->constants = constants_;
+  fn->objects = std::move(objects_);
+  objects_.clear();
+
+  // Labels to targets; registers to their final numbers, by operand mode.
+  for (const auto& label : labels_) {
+    for (int use : label->uses) code_[use].d = label->target;
+  }
+  for (VInstr& in : code_) {
+    const OpInfo& info = InfoOf(in.op);
+    auto is_register = [](Mode mode) {
+      return mode != Mode::k__ && mode != Mode::kJ && mode != Mode::kK && mode != Mode::kP && mode != Mode::kN &&
+             mode != Mode::kM && mode != Mode::kY && mode != Mode::kE && mode != Mode::kQ && mode != Mode::kV;
+    };
+    if (is_register(info.a)) in.a = layout(in.a);
+    if (is_register(info.b)) in.b = layout(in.b);
+    if (is_register(info.c)) in.c = layout(in.c);
+    if (is_register(info.d)) in.d = layout(static_cast<int>(in.d));
+    fn->code.push_back({in.op, static_cast<uint8_t>(in.a), static_cast<uint8_t>(in.b), static_cast<uint8_t>(in.c),
+                        static_cast<int32_t>(in.d)});
+    fn->lines.push_back(in.line);
+  }
+  // Record which buffers the function stores into, so the call boundary asks
+  // for writable views.
+  for (const Instr& in : fn->code) {
+    bool store = in.op == Op::STORE_F64 || in.op == Op::STORE_I64 || in.op == Op::STORE_F || in.op == Op::STORE_I ||
+                 in.op == Op::STOREX_F64 || in.op == Op::STOREX_I64;
+    if (store && in.a < num_params) fn->params[in.a].writes = true;
+  }
+  return fn;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FunctionCode>> LowerFunction(const ModuleInfo& module, const FunctionInfo& fn) {
+  Lowering lowering(module, fn);
+  absl::StatusOr<std::unique_ptr<FunctionCode>> result = lowering.Run();
+  return result;
+}
+
+}  // namespace ppy

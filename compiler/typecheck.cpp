@@ -1,0 +1,1587 @@
+#include "compiler/typecheck.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "vm/math_table.h"
+
+namespace ppy {
+namespace {
+
+constexpr const char* kBuiltinNames[] = {
+#define PPY_BUILTIN_NAME(id, name) name,
+    PPY_TYPED_BUILTINS(PPY_BUILTIN_NAME)
+#undef PPY_BUILTIN_NAME
+};
+
+int BuiltinId(const std::string& name) {
+  for (size_t i = 0; i < std::size(kBuiltinNames); ++i) {
+    if (name == kBuiltinNames[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// The math table entry for `name` called with `arity` arguments, or -1.
+int MathId(const std::string& name, size_t arity) {
+  for (int i = 0; i < kMathCount; ++i) {
+    if (name != kMathInfo[i].name) continue;
+    size_t expected = kMathInfo[i].shape == MathShape::FF ? 2 : 1;
+    if (expected == arity) return i;
+  }
+  return -1;
+}
+
+bool IsMathName(const std::string& name) {
+  for (int i = 0; i < kMathCount; ++i) {
+    if (name == kMathInfo[i].name) return true;
+  }
+  return false;
+}
+
+const double* MathConstant(const std::string& name) {
+  for (const auto& constant : kMathConstants) {
+    if (name == constant.name) return &constant.value;
+  }
+  return nullptr;
+}
+
+ElemType ElemTypeNamed(const std::string& name) {
+  for (int i = 1; i < kElemTypeCount; ++i) {
+    if (name == InfoOf(static_cast<ElemType>(i)).name) return static_cast<ElemType>(i);
+  }
+  return ElemType::kNone;
+}
+
+// The last component of an annotation like `np.ndarray` or `list`, for messages.
+const char* InternedClassName(const std::string& name) {
+  static std::set<std::string>* names = new std::set<std::string>();
+  return names->insert(name).first->c_str();
+}
+
+bool IsPpyModule(const Expr& expr, const ModuleInfo& module) {
+  if (expr.kind != ExprKind::kName) return false;
+  auto it = module.globals.find(expr.text);
+  return it != module.globals.end() && it->second.kind == GlobalSymbol::Kind::kModule &&
+         it->second.module_name == "ppy";
+}
+
+// A name or attribute (`f32`, `ppy.f32`) that names something the ppy package
+// exports; returns that name or "".
+std::string PpyNameOf(const Expr& expr, const ModuleInfo& module) {
+  if (expr.kind == ExprKind::kName) {
+    auto it = module.globals.find(expr.text);
+    if (it != module.globals.end() && it->second.kind == GlobalSymbol::Kind::kPpyName) return it->second.ppy_name;
+    return "";
+  }
+  if (expr.kind == ExprKind::kAttribute && IsPpyModule(*expr.children[0], module)) return expr.text;
+  return "";
+}
+
+bool IsTorchTensor(const Expr& expr, const ModuleInfo& module) {
+  if (expr.kind != ExprKind::kAttribute || expr.text != "Tensor") return false;
+  const Expr& base = *expr.children[0];
+  if (base.kind != ExprKind::kName) return false;
+  auto it = module.globals.find(base.text);
+  return it != module.globals.end() && it->second.kind == GlobalSymbol::Kind::kModule &&
+         it->second.module_name == "torch";
+}
+
+}  // namespace
+
+Type TypeOfAnnotation(const Expr& annotation, const ModuleInfo& module, std::string* error) {
+  switch (annotation.kind) {
+    case ExprKind::kNone: return Type::None();
+    case ExprKind::kName: {
+      const std::string& name = annotation.text;
+      if (name == "int") return Type::Int();
+      if (name == "float") return Type::Float();
+      if (name == "bool") return Type::Bool();
+      if (name == "None") return Type::None();
+      std::string ppy_name = PpyNameOf(annotation, module);
+      if (ppy_name == "Buffer") {
+        *error = "Buffer needs an element type: Buffer[float], Buffer[int] or Buffer[f32], ...";
+        return Type::Unknown();
+      }
+      if (!ppy_name.empty()) {
+        *error = absl::StrCat("'", ppy_name, "' is an element type, not a value type: write Buffer[", ppy_name, "]");
+        return Type::Unknown();
+      }
+      return Type::Object(InternedClassName(name));
+    }
+    case ExprKind::kAttribute:
+      if (IsTorchTensor(annotation, module)) return Type::Object("torch.Tensor");
+      if (PpyNameOf(annotation, module) == "Buffer") {
+        *error = "Buffer needs an element type: Buffer[float], Buffer[int] or Buffer[f32], ...";
+        return Type::Unknown();
+      }
+      return Type::Object(InternedClassName(annotation.text));
+    case ExprKind::kSubscript: {
+      const Expr& base = *annotation.children[0];
+      if (PpyNameOf(base, module) != "Buffer") return Type::Object();
+      const Expr& elem = *annotation.children[1];
+      if (elem.kind == ExprKind::kName && elem.text == "float") return Type::Buffer(ElemType::kF64);
+      if (elem.kind == ExprKind::kName && elem.text == "int") return Type::Buffer(ElemType::kI64);
+      std::string elem_name = PpyNameOf(elem, module);
+      ElemType elem_type = ElemTypeNamed(elem_name);
+      if (elem_type != ElemType::kNone) return Type::Buffer(elem_type);
+      *error = "a Buffer's element type is float, int, or one of ppy's f32, f64, i8..i64, u8..u64";
+      return Type::Unknown();
+    }
+    case ExprKind::kConstant:
+      // A string annotation is not evaluated by ppy; the value is dynamic.
+      return Type::Object();
+    default:
+      return Type::Object();
+  }
+}
+
+namespace {
+
+// ---- Definite assignment ---------------------------------------------------------------------
+
+struct Flow {
+  std::vector<bool> assigned;
+  bool reachable = true;
+};
+
+Flow Merge(const Flow& a, const Flow& b) {
+  if (!a.reachable) return b;
+  if (!b.reachable) return a;
+  Flow merged = a;
+  for (size_t i = 0; i < merged.assigned.size(); ++i) merged.assigned[i] = a.assigned[i] && b.assigned[i];
+  return merged;
+}
+
+class ModuleChecker;
+
+class FunctionChecker {
+ public:
+  FunctionChecker(ModuleChecker& module, FunctionInfo& fn);
+  void Run();
+
+ private:
+  // ---- Diagnostics ----
+  void Error(const Loc& loc, std::string message);
+
+  // ---- Phases ----
+  void ReadDecorators();
+  bool FindUnsupported();
+  bool FindUnsupportedIn(const std::vector<StmtPtr>& body);
+  bool FindUnsupportedIn(const Expr* expr);
+  void Fallback(const Loc& loc, const std::string& reason);
+  void DeclareParams();
+  void CollectLocals(const std::vector<StmtPtr>& body);
+  void CollectTarget(const Expr& target, const Loc& loc);
+  void DeclareLocal(const std::string& name, const Loc& loc);
+  void InferLocalTypes();
+  void InferBlock(std::vector<StmtPtr>& body);
+  void InferTarget(Expr& target, Type type, const Loc& loc);
+  void CheckBody();
+  void DecideResult();
+
+  // ---- Statements ----
+  void CheckBlock(std::vector<StmtPtr>& body);
+  void CheckStatement(Stmt& stmt);
+  void CheckAssignTarget(Expr& target, Type value, const Loc& value_loc);
+  void CheckAugAssign(Stmt& stmt);
+  void CheckFor(Stmt& stmt);
+  void CheckLoopBody(Stmt& stmt, bool infinite);
+  void AssignLocal(int slot);
+
+  // ---- Expressions ----
+ public:
+  Type Check(Expr& expr);
+
+ private:
+  Type CheckInner(Expr& expr);
+  Type CheckName(Expr& expr);
+  Type CheckAttribute(Expr& expr);
+  Type CheckSubscript(Expr& expr);
+  Type CheckCall(Expr& expr);
+  Type CheckTypedCall(Expr& expr, int function);
+  Type CheckMathCall(Expr& expr, const std::string& name);
+  Type CheckBuiltinCall(Expr& expr, Builtin builtin);
+  Type CheckDynamicCall(Expr& expr);
+  Type CheckBinary(Expr& expr);
+  Type CheckUnary(Expr& expr);
+  Type CheckCompare(Expr& expr);
+  Type BinaryType(BinOp op, Type left, Type right, const Expr* right_expr, const Loc& loc);
+  bool Assignable(Type target, Type value) const;
+  std::string CannotAssign(Type target, Type value) const;
+  int LocalSlot(const std::string& name) const;
+  bool IsLocal(const std::string& name) const { return LocalSlot(name) >= 0; }
+  const GlobalSymbol* Global(const std::string& name) const;
+
+  ModuleChecker& module_;
+  ModuleInfo& info_;
+  FunctionInfo& fn_;
+  bool quiet_ = false;  // while inferring local types: no diagnostics
+  Flow flow_;
+  std::vector<std::vector<Flow>*> break_flows_;
+  std::vector<std::pair<Type, Loc>> returns_;
+  bool bare_return_ = false;
+  int loop_depth_ = 0;
+};
+
+class ModuleChecker {
+ public:
+  ModuleChecker(ModuleSyntax& syntax, const std::map<int, std::string>& forced_fallbacks)
+      : syntax_(syntax), info_(std::make_unique<ModuleInfo>()), forced_fallbacks_(forced_fallbacks) {}
+
+  std::unique_ptr<ModuleInfo> Run() {
+    ScanGlobals();
+    state_.assign(info_->functions.size(), 0);
+    for (size_t i = 0; i < info_->functions.size(); ++i) EnsureChecked(static_cast<int>(i));
+    RecheckCallersOfFallbacks();
+    int next = 0;
+    for (FunctionInfo& fn : info_->functions) {
+      if (fn.compiled) fn.code_index = next++;
+    }
+    std::stable_sort(info_->diagnostics.begin(), info_->diagnostics.end(),
+                     [](const Diagnostic& a, const Diagnostic& b) {
+                       return a.loc.line != b.loc.line ? a.loc.line < b.loc.line : a.loc.col < b.loc.col;
+                     });
+    return std::move(info_);
+  }
+
+  // Checks function `index` unless it has been; returns false while it is being
+  // checked (a recursive call).
+  bool EnsureChecked(int index) {
+    if (state_[index] == 2) return true;
+    if (state_[index] == 1) return false;
+    state_[index] = 1;
+    FunctionInfo& fn = info_->functions[index];
+    auto forced = forced_fallbacks_.find(index);
+    if (forced != forced_fallbacks_.end()) {
+      fn.compiled = false;
+      fn.fallback_reason = forced->second;
+      fn.fallback_loc = fn.def->name_loc;
+    } else {
+      FunctionChecker(*this, fn).Run();
+    }
+    state_[index] = 2;
+    return true;
+  }
+
+  ModuleInfo& info() { return *info_; }
+
+  bool DirectlyCallable(int index) const {
+    const FunctionInfo& fn = info_->functions[index];
+    bool compiles = state_[index] == 2 ? fn.compiled : fn.passes_scan;
+    return compiles && !fn.other_decorators && !fn.rebound && !not_direct_.count(index);
+  }
+
+ private:
+  // A recursive call may have been compiled as a direct call to a function that
+  // later failed its check: check its callers again, calling it as an object.
+  void RecheckCallersOfFallbacks() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t callee = 0; callee < info_->functions.size(); ++callee) {
+        if (info_->functions[callee].compiled || not_direct_.count(callee)) continue;
+        not_direct_.insert(static_cast<int>(callee));
+        for (size_t caller = 0; caller < info_->functions.size(); ++caller) {
+          FunctionInfo& fn = info_->functions[caller];
+          if (!fn.direct_callees.count(static_cast<int>(callee))) continue;
+          FunctionInfo fresh;
+          fresh.def = fn.def;
+          fresh.statement_index = fn.statement_index;
+          fresh.name = fn.name;
+          fresh.rebound = fn.rebound;
+          fn = std::move(fresh);
+          state_[caller] = 1;
+          // Diagnostics of the first check would be reported twice.
+          std::vector<Diagnostic> kept = std::move(info_->diagnostics);
+          FunctionChecker(*this, fn).Run();
+          info_->diagnostics = std::move(kept);
+          state_[caller] = 2;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  void Bind(const std::string& name, GlobalSymbol symbol) {
+    auto it = info_->globals.find(name);
+    if (it == info_->globals.end()) {
+      info_->globals[name] = std::move(symbol);
+      return;
+    }
+    GlobalSymbol& existing = it->second;
+    bool same = existing.kind == symbol.kind &&
+                ((existing.kind == GlobalSymbol::Kind::kTypedConstant && existing.type == symbol.type) ||
+                 (existing.kind == GlobalSymbol::Kind::kModule && existing.module_name == symbol.module_name) ||
+                 (existing.kind == GlobalSymbol::Kind::kPpyName && existing.ppy_name == symbol.ppy_name) ||
+                 (existing.kind == GlobalSymbol::Kind::kMathFunction && existing.math_id == symbol.math_id));
+    if (same) return;
+    if (existing.kind == GlobalSymbol::Kind::kFunction) info_->functions[existing.function].rebound = true;
+    if (symbol.kind == GlobalSymbol::Kind::kFunction) info_->functions[symbol.function].rebound = true;
+    existing = GlobalSymbol{};
+  }
+
+  void BindTargets(const Expr* target) {
+    if (target == nullptr) return;
+    if (target->kind == ExprKind::kName) {
+      Bind(target->text, GlobalSymbol{});
+    } else if (target->kind == ExprKind::kTuple || target->kind == ExprKind::kList) {
+      for (const ExprPtr& child : target->children) BindTargets(child.get());
+    }
+  }
+
+  void BindImport(const Stmt& stmt) {
+    for (const auto& [name, as_name] : stmt.names) {
+      GlobalSymbol symbol;
+      symbol.kind = GlobalSymbol::Kind::kModule;
+      if (as_name.empty()) {
+        symbol.module_name = name.substr(0, name.find('.'));
+        Bind(symbol.module_name, symbol);
+      } else {
+        symbol.module_name = name;
+        Bind(as_name, symbol);
+      }
+      if (name == "torch" || name.rfind("torch.", 0) == 0) info_->imports_torch = true;
+    }
+  }
+
+  void BindImportFrom(const Stmt& stmt) {
+    const std::string& module = stmt.names[0].first;
+    for (size_t i = 1; i < stmt.names.size(); ++i) {
+      const auto& [name, as_name] = stmt.names[i];
+      const std::string& bound = as_name.empty() ? name : as_name;
+      GlobalSymbol symbol;
+      if (module == "math" && MathConstant(name)) {
+        symbol.kind = GlobalSymbol::Kind::kMathConstant;
+        symbol.value = *MathConstant(name);
+      } else if (module == "math" && IsMathName(name)) {
+        symbol.kind = GlobalSymbol::Kind::kMathFunction;
+        symbol.ppy_name = name;
+      } else if (module == "ppy") {
+        symbol.kind = GlobalSymbol::Kind::kPpyName;
+        symbol.ppy_name = name;
+      }
+      if (module == "torch" || module.rfind("torch.", 0) == 0) info_->imports_torch = true;
+      Bind(bound, symbol);
+    }
+  }
+
+  // Module-level bindings inside control flow are plain dynamic globals.
+  void ScanNested(const std::vector<StmtPtr>& body) {
+    for (const StmtPtr& stmt : body) {
+      switch (stmt->kind) {
+        case StmtKind::kAssign:
+          for (const ExprPtr& target : stmt->targets) BindTargets(target.get());
+          break;
+        case StmtKind::kAnnAssign:
+        case StmtKind::kAugAssign:
+        case StmtKind::kFor:
+          BindTargets(stmt->targets[0].get());
+          break;
+        case StmtKind::kFunctionDef: Bind(stmt->function->name, GlobalSymbol{}); break;
+        case StmtKind::kImport:
+          for (const auto& [name, as_name] : stmt->names) {
+            Bind(as_name.empty() ? name.substr(0, name.find('.')) : as_name, GlobalSymbol{});
+          }
+          break;
+        case StmtKind::kUnsupported:
+          if (stmt->what == "from ... import") {
+            for (size_t i = 1; i < stmt->names.size(); ++i) {
+              const auto& [name, as_name] = stmt->names[i];
+              Bind(as_name.empty() ? name : as_name, GlobalSymbol{});
+            }
+          } else if (stmt->what == "a class definition" && !stmt->names.empty()) {
+            Bind(stmt->names[0].first, GlobalSymbol{});
+          }
+          break;
+        default: break;
+      }
+      ScanNested(stmt->body);
+      ScanNested(stmt->orelse);
+    }
+  }
+
+  void CollectGlobalDeclarations(const std::vector<StmtPtr>& body, std::set<std::string>* names) {
+    for (const StmtPtr& stmt : body) {
+      if (stmt->kind == StmtKind::kGlobal) {
+        for (const auto& [name, unused] : stmt->names) names->insert(name);
+      }
+      CollectGlobalDeclarations(stmt->body, names);
+      CollectGlobalDeclarations(stmt->orelse, names);
+    }
+  }
+
+  void ScanGlobals() {
+    for (size_t i = 0; i < syntax_.body.size(); ++i) {
+      Stmt& stmt = *syntax_.body[i];
+      switch (stmt.kind) {
+        case StmtKind::kFunctionDef: {
+          FunctionInfo fn;
+          fn.def = stmt.function.get();
+          fn.statement_index = static_cast<int>(i);
+          fn.name = stmt.function->name;
+          info_->functions.push_back(std::move(fn));
+          GlobalSymbol symbol;
+          symbol.kind = GlobalSymbol::Kind::kFunction;
+          symbol.function = static_cast<int>(info_->functions.size()) - 1;
+          Bind(stmt.function->name, symbol);
+          break;
+        }
+        case StmtKind::kImport: BindImport(stmt); break;
+        case StmtKind::kAnnAssign: {
+          const Expr* target = stmt.targets[0].get();
+          if (target->kind != ExprKind::kName) break;
+          std::string error;
+          Type type = TypeOfAnnotation(*stmt.annotation, *info_, &error);
+          GlobalSymbol symbol;
+          if (type.is_numeric()) {
+            symbol.kind = GlobalSymbol::Kind::kTypedConstant;
+            symbol.type = type;
+          }
+          Bind(target->text, symbol);
+          break;
+        }
+        case StmtKind::kUnsupported:
+          if (stmt.what == "from ... import") {
+            BindImportFrom(stmt);
+            break;
+          }
+          if (stmt.what == "a class definition" && !stmt.names.empty()) Bind(stmt.names[0].first, GlobalSymbol{});
+          break;
+        default: {
+          switch (stmt.kind) {
+            case StmtKind::kAssign:
+              for (const ExprPtr& target : stmt.targets) BindTargets(target.get());
+              break;
+            case StmtKind::kAugAssign:
+            case StmtKind::kFor:
+              BindTargets(stmt.targets[0].get());
+              break;
+            default: break;
+          }
+          ScanNested(stmt.body);
+          ScanNested(stmt.orelse);
+          break;
+        }
+      }
+    }
+    // A function that declares a module function's name global may rebind it.
+    for (FunctionInfo& fn : info_->functions) {
+      std::set<std::string> declared;
+      CollectGlobalDeclarations(fn.def->body, &declared);
+      for (const std::string& name : declared) {
+        auto it = info_->globals.find(name);
+        if (it != info_->globals.end() && it->second.kind == GlobalSymbol::Kind::kFunction) {
+          info_->functions[it->second.function].rebound = true;
+        }
+      }
+    }
+  }
+
+  ModuleSyntax& syntax_;
+  std::unique_ptr<ModuleInfo> info_;
+  std::vector<int> state_;
+  std::set<int> not_direct_;
+  const std::map<int, std::string>& forced_fallbacks_;
+};
+
+// ---- FunctionChecker ------------------------------------------------------------------------------
+
+FunctionChecker::FunctionChecker(ModuleChecker& module, FunctionInfo& fn)
+    : module_(module), info_(module.info()), fn_(fn) {}
+
+void FunctionChecker::Error(const Loc& loc, std::string message) {
+  if (quiet_) return;
+  fn_.has_type_errors = true;
+  info_.diagnostics.push_back({Severity::kError, loc, std::move(message)});
+}
+
+void FunctionChecker::Fallback(const Loc& loc, const std::string& reason) {
+  fn_.compiled = false;
+  fn_.fallback_reason = reason;
+  fn_.fallback_loc = loc;
+  if (fn_.native_required) {
+    info_.diagnostics.push_back(
+        {Severity::kError, loc, absl::StrCat("@ppy.native function '", fn_.name, "' cannot be compiled: it uses ", reason)});
+  }
+}
+
+void FunctionChecker::Run() {
+  ReadDecorators();
+  if (FindUnsupported()) return;
+  // Until its check ends, a function counts as compiled for the direct calls
+  // recursion makes; ModuleChecker revisits callers if it turns out not to be.
+  fn_.passes_scan = true;
+  DeclareParams();
+  CollectLocals(fn_.def->body);
+  InferLocalTypes();
+  CheckBody();
+  DecideResult();
+  if (fn_.has_type_errors) {
+    fn_.compiled = false;
+    fn_.fallback_reason = "type errors";
+    fn_.fallback_loc = fn_.def->name_loc;
+  } else {
+    fn_.compiled = true;
+  }
+}
+
+void FunctionChecker::ReadDecorators() {
+  for (const ExprPtr& decorator : fn_.def->decorators) {
+    if (PpyNameOf(*decorator, info_) == "native") {
+      fn_.native_required = true;
+    } else {
+      fn_.other_decorators = true;
+    }
+  }
+}
+
+bool FunctionChecker::FindUnsupportedIn(const Expr* expr) {
+  if (expr == nullptr) return false;
+  if (expr->kind == ExprKind::kUnsupported) {
+    Fallback(expr->loc, expr->text);
+    return true;
+  }
+  for (const ExprPtr& child : expr->children) {
+    if (FindUnsupportedIn(child.get())) return true;
+  }
+  for (const Keyword& keyword : expr->keywords) {
+    if (FindUnsupportedIn(keyword.value.get())) return true;
+  }
+  return false;
+}
+
+bool FunctionChecker::FindUnsupportedIn(const std::vector<StmtPtr>& body) {
+  for (const StmtPtr& stmt : body) {
+    if (stmt->kind == StmtKind::kUnsupported) {
+      Fallback(stmt->loc, stmt->what);
+      return true;
+    }
+    if (stmt->kind == StmtKind::kFunctionDef) {
+      Fallback(stmt->loc, "a nested function (a closure)");
+      return true;
+    }
+    for (const ExprPtr& target : stmt->targets) {
+      if (FindUnsupportedIn(target.get())) return true;
+    }
+    if (FindUnsupportedIn(stmt->value.get()) || FindUnsupportedIn(stmt->test.get())) return true;
+    if (FindUnsupportedIn(stmt->body) || FindUnsupportedIn(stmt->orelse)) return true;
+  }
+  return false;
+}
+
+bool FunctionChecker::FindUnsupported() {
+  const FunctionDef& def = *fn_.def;
+  if (def.is_async) {
+    Fallback(def.loc, "async def");
+    return true;
+  }
+  if (!def.star_params.empty()) {
+    Fallback(def.star_loc, absl::StrCat("a variadic parameter (", def.star_params, ")"));
+    return true;
+  }
+  return FindUnsupportedIn(def.body);
+}
+
+void FunctionChecker::DeclareParams() {
+  for (const ParamSyntax& param : fn_.def->params) {
+    LocalVariable local;
+    local.name = param.name;
+    local.is_param = true;
+    local.first_assignment = param.loc;
+    if (param.annotation) {
+      std::string error;
+      local.type = TypeOfAnnotation(*param.annotation, info_, &error);
+      if (!error.empty()) Error(param.annotation->loc, error);
+      if (local.type.kind == TypeKind::kNone) local.type = Type::Object();
+    } else {
+      local.type = Type::Object();
+    }
+    if (!local.type.is_known()) local.type = Type::Object();
+    fn_.local_index[param.name] = static_cast<int>(fn_.locals.size());
+    fn_.param_types.push_back(local.type);
+    fn_.locals.push_back(std::move(local));
+  }
+  if (fn_.def->returns) {
+    std::string error;
+    fn_.result = TypeOfAnnotation(*fn_.def->returns, info_, &error);
+    fn_.result_annotated = true;
+    if (!error.empty()) Error(fn_.def->returns->loc, error);
+    if (fn_.result.is_buffer()) {
+      Error(fn_.def->returns->loc, "a function cannot return a Buffer: buffers are borrowed for the call only");
+      fn_.result = Type::Object();
+    }
+    if (!fn_.result.is_known()) fn_.result = Type::Object();
+  }
+}
+
+void FunctionChecker::DeclareLocal(const std::string& name, const Loc& loc) {
+  if (fn_.declared_global.count(name) || fn_.local_index.count(name)) return;
+  LocalVariable local;
+  local.name = name;
+  local.first_assignment = loc;
+  fn_.local_index[name] = static_cast<int>(fn_.locals.size());
+  fn_.locals.push_back(std::move(local));
+}
+
+void FunctionChecker::CollectTarget(const Expr& target, const Loc& loc) {
+  if (target.kind == ExprKind::kName) {
+    DeclareLocal(target.text, loc);
+  } else if (target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) {
+    for (const ExprPtr& child : target.children) CollectTarget(*child, loc);
+  }
+}
+
+void FunctionChecker::CollectLocals(const std::vector<StmtPtr>& body) {
+  // `global` applies to the whole function, so collect those names first.
+  std::function<void(const std::vector<StmtPtr>&)> globals = [&](const std::vector<StmtPtr>& stmts) {
+    for (const StmtPtr& stmt : stmts) {
+      if (stmt->kind == StmtKind::kGlobal) {
+        for (const auto& [name, unused] : stmt->names) fn_.declared_global.insert(name);
+      }
+      globals(stmt->body);
+      globals(stmt->orelse);
+    }
+  };
+  globals(body);
+  std::function<void(const std::vector<StmtPtr>&)> walk = [&](const std::vector<StmtPtr>& stmts) {
+    for (const StmtPtr& stmt : stmts) {
+      switch (stmt->kind) {
+        case StmtKind::kAssign:
+          for (const ExprPtr& target : stmt->targets) CollectTarget(*target, stmt->loc);
+          break;
+        case StmtKind::kAnnAssign: {
+          const Expr& target = *stmt->targets[0];
+          if (target.kind != ExprKind::kName) break;
+          if (fn_.declared_global.count(target.text)) {
+            Error(stmt->loc, absl::StrCat("annotated name '", target.text, "' can't be global"));
+            break;
+          }
+          DeclareLocal(target.text, stmt->loc);
+          std::string error;
+          Type type = TypeOfAnnotation(*stmt->annotation, info_, &error);
+          if (!error.empty()) {
+            Error(stmt->annotation->loc, error);
+            break;
+          }
+          if (type.kind == TypeKind::kNone) type = Type::Object();
+          LocalVariable& local = fn_.locals[fn_.local_index[target.text]];
+          if (local.type.is_known() && local.type != type) {
+            Error(stmt->annotation->loc, absl::StrCat("'", target.text, "' is annotated ", local.type.name(),
+                                                      " already; cannot annotate it ", type.name()));
+          } else {
+            local.type = type;
+            local.first_assignment = stmt->loc;
+          }
+          break;
+        }
+        case StmtKind::kAugAssign:
+        case StmtKind::kFor: CollectTarget(*stmt->targets[0], stmt->loc); break;
+        case StmtKind::kImport:
+          for (const auto& [name, as_name] : stmt->names) {
+            DeclareLocal(as_name.empty() ? name.substr(0, name.find('.')) : as_name, stmt->loc);
+          }
+          break;
+        default: break;
+      }
+      walk(stmt->body);
+      walk(stmt->orelse);
+    }
+  };
+  walk(body);
+}
+
+void FunctionChecker::InferTarget(Expr& target, Type type, const Loc& loc) {
+  if (target.kind == ExprKind::kName) {
+    int slot = LocalSlot(target.text);
+    if (slot < 0) return;
+    LocalVariable& local = fn_.locals[slot];
+    if (local.type.is_known() || !type.is_known()) return;
+    // `x = None` starts an optional value: the local holds any object.
+    local.type = type.kind == TypeKind::kNone ? Type::Object() : type;
+    local.first_assignment = loc;
+  } else if (target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) {
+    for (ExprPtr& child : target.children) InferTarget(*child, type.is_known() ? Type::Object() : type, loc);
+  }
+}
+
+void FunctionChecker::InferBlock(std::vector<StmtPtr>& body) {
+  for (StmtPtr& stmt : body) {
+    switch (stmt->kind) {
+      case StmtKind::kAssign: {
+        Expr& value = *stmt->value;
+        if (stmt->targets.size() == 1 && (stmt->targets[0]->kind == ExprKind::kTuple || stmt->targets[0]->kind == ExprKind::kList) &&
+            (value.kind == ExprKind::kTuple || value.kind == ExprKind::kList) &&
+            value.children.size() == stmt->targets[0]->children.size()) {
+          for (size_t i = 0; i < value.children.size(); ++i) {
+            InferTarget(*stmt->targets[0]->children[i], Check(*value.children[i]), stmt->loc);
+          }
+        } else {
+          Type type = Check(value);
+          for (ExprPtr& target : stmt->targets) InferTarget(*target, type, stmt->loc);
+        }
+        break;
+      }
+      case StmtKind::kFor: {
+        Expr& iter = *stmt->value;
+        bool is_range = iter.kind == ExprKind::kCall && iter.children[0]->kind == ExprKind::kName &&
+                        iter.children[0]->text == "range" && !IsLocal("range") && Global("range") == nullptr;
+        if (is_range) {
+          InferTarget(*stmt->targets[0], Type::Int(), stmt->loc);
+        } else {
+          Type type = Check(iter);
+          if (type.is_buffer()) InferTarget(*stmt->targets[0], type.element(), stmt->loc);
+          else if (type.is_known()) InferTarget(*stmt->targets[0], Type::Object(), stmt->loc);
+        }
+        break;
+      }
+      case StmtKind::kImport:
+        for (const auto& [name, as_name] : stmt->names) {
+          int slot = LocalSlot(as_name.empty() ? name.substr(0, name.find('.')) : as_name);
+          if (slot >= 0 && !fn_.locals[slot].type.is_known()) fn_.locals[slot].type = Type::Object("module");
+        }
+        break;
+      default: break;
+    }
+    InferBlock(stmt->body);
+    InferBlock(stmt->orelse);
+  }
+}
+
+void FunctionChecker::InferLocalTypes() {
+  quiet_ = true;
+  // A local's type is that of its first assignment in source order. An
+  // assignment can depend on a local typed later in the text (inside a loop),
+  // so repeat until nothing changes.
+  for (int round = 0; round < 4; ++round) {
+    size_t known_before = std::count_if(fn_.locals.begin(), fn_.locals.end(),
+                                        [](const LocalVariable& l) { return l.type.is_known(); });
+    InferBlock(fn_.def->body);
+    size_t known_after = std::count_if(fn_.locals.begin(), fn_.locals.end(),
+                                       [](const LocalVariable& l) { return l.type.is_known(); });
+    if (known_after == known_before) break;
+  }
+  quiet_ = false;
+  for (LocalVariable& local : fn_.locals) {
+    if (!local.type.is_known()) {
+      Error(local.first_assignment,
+            absl::StrCat("cannot infer the type of '", local.name, "' from its first assignment; annotate it"));
+      local.type = Type::Object();
+    }
+  }
+}
+
+void FunctionChecker::AssignLocal(int slot) {
+  if (slot >= 0 && slot < static_cast<int>(flow_.assigned.size())) flow_.assigned[slot] = true;
+}
+
+void FunctionChecker::CheckBody() {
+  flow_.assigned.assign(fn_.locals.size(), false);
+  for (size_t i = 0; i < fn_.locals.size(); ++i) {
+    if (fn_.locals[i].is_param) flow_.assigned[i] = true;
+  }
+  CheckBlock(fn_.def->body);
+}
+
+void FunctionChecker::DecideResult() {
+  bool falls_off = flow_.reachable;
+  if (fn_.result_annotated) {
+    Type result = fn_.result;
+    if (result.kind != TypeKind::kNone && !result.is_object() && (falls_off || bare_return_)) {
+      Error(fn_.def->name_loc, absl::StrCat("'", fn_.name, "' is annotated to return ", result.name(),
+                                            " but can end without returning a value"));
+    }
+    return;
+  }
+  // Inferred: the one type every return agrees on; None paths or a mixture
+  // make it a dynamic object, as Python would return whichever it got.
+  Type result = Type::None();
+  bool first = true;
+  for (const auto& [type, loc] : returns_) {
+    if (first) {
+      result = type;
+      first = false;
+    } else if (result != type) {
+      result = Type::Object();
+    }
+  }
+  if (!returns_.empty() && (falls_off || bare_return_) && result.kind != TypeKind::kNone) result = Type::Object();
+  if (result.is_buffer()) result = Type::Object();
+  fn_.result = result;
+}
+
+// ---- Statements ----------------------------------------------------------------------------------
+
+void FunctionChecker::CheckBlock(std::vector<StmtPtr>& body) {
+  for (StmtPtr& stmt : body) CheckStatement(*stmt);
+}
+
+void FunctionChecker::CheckStatement(Stmt& stmt) {
+  switch (stmt.kind) {
+    case StmtKind::kExpr: Check(*stmt.value); break;
+    case StmtKind::kAssign: {
+      Expr& value = *stmt.value;
+      Expr& first = *stmt.targets[0];
+      if (stmt.targets.size() == 1 && (first.kind == ExprKind::kTuple || first.kind == ExprKind::kList) &&
+          (value.kind == ExprKind::kTuple || value.kind == ExprKind::kList) &&
+          value.children.size() == first.children.size()) {
+        // Parallel assignment: every value is evaluated before any target.
+        std::vector<Type> types;
+        for (ExprPtr& child : value.children) types.push_back(Check(*child));
+        value.type = Type::Object("tuple");
+        for (size_t i = 0; i < types.size(); ++i) CheckAssignTarget(*first.children[i], types[i], value.children[i]->loc);
+      } else {
+        Type type = Check(value);
+        for (ExprPtr& target : stmt.targets) CheckAssignTarget(*target, type, value.loc);
+      }
+      break;
+    }
+    case StmtKind::kAnnAssign:
+      if (stmt.value) {
+        Type type = Check(*stmt.value);
+        CheckAssignTarget(*stmt.targets[0], type, stmt.value->loc);
+      }
+      break;
+    case StmtKind::kAugAssign: CheckAugAssign(stmt); break;
+    case StmtKind::kReturn: {
+      if (stmt.value) {
+        Type type = Check(*stmt.value);
+        if (fn_.result_annotated && !Assignable(fn_.result, type)) {
+          Error(stmt.value->loc, absl::StrCat("'", fn_.name, "' returns ", fn_.result.name(), "; ",
+                                              CannotAssign(fn_.result, type)));
+        }
+        if (type.is_buffer() && !fn_.result_annotated) {
+          Error(stmt.value->loc, "a function cannot return a Buffer: buffers are borrowed for the call only");
+        }
+        returns_.emplace_back(type, stmt.loc);
+      } else {
+        bare_return_ = true;
+      }
+      flow_.reachable = false;
+      break;
+    }
+    case StmtKind::kPass: break;
+    case StmtKind::kBreak:
+      if (!break_flows_.empty()) break_flows_.back()->push_back(flow_);
+      flow_.reachable = false;
+      break;
+    case StmtKind::kContinue: flow_.reachable = false; break;
+    case StmtKind::kIf: {
+      Check(*stmt.test);
+      Flow before = flow_;
+      CheckBlock(stmt.body);
+      Flow after_body = flow_;
+      flow_ = before;
+      CheckBlock(stmt.orelse);
+      flow_ = Merge(after_body, flow_);
+      break;
+    }
+    case StmtKind::kWhile: {
+      Check(*stmt.test);
+      bool infinite = (stmt.test->kind == ExprKind::kBool && stmt.test->int_value == 1) ||
+                      (stmt.test->kind == ExprKind::kInt && stmt.test->int_value != 0);
+      CheckLoopBody(stmt, infinite);
+      break;
+    }
+    case StmtKind::kFor: CheckFor(stmt); break;
+    case StmtKind::kAssert:
+      Check(*stmt.test);
+      if (stmt.value) Check(*stmt.value);
+      break;
+    case StmtKind::kRaise: {
+      Type type = Check(*stmt.value);
+      if (!type.is_object()) Error(stmt.value->loc, "exceptions must derive from BaseException");
+      flow_.reachable = false;
+      break;
+    }
+    case StmtKind::kGlobal: break;
+    case StmtKind::kImport:
+      for (const auto& [name, as_name] : stmt.names) {
+        AssignLocal(LocalSlot(as_name.empty() ? name.substr(0, name.find('.')) : as_name));
+      }
+      break;
+    case StmtKind::kFunctionDef:
+    case StmtKind::kUnsupported: break;  // excluded by FindUnsupported
+  }
+}
+
+void FunctionChecker::CheckLoopBody(Stmt& stmt, bool infinite) {
+  Flow before = flow_;
+  std::vector<Flow> breaks;
+  break_flows_.push_back(&breaks);
+  ++loop_depth_;
+  CheckBlock(stmt.body);
+  --loop_depth_;
+  break_flows_.pop_back();
+  // The body may run no times (unless the loop is `while True`), and every
+  // break leaves with what it had assigned.
+  flow_ = infinite ? Flow{before.assigned, false} : before;
+  if (!infinite) {
+    CheckBlock(stmt.orelse);
+  }
+  for (const Flow& exit : breaks) flow_ = Merge(flow_, exit);
+}
+
+void FunctionChecker::CheckFor(Stmt& stmt) {
+  Expr& iter = *stmt.value;
+  Expr& target = *stmt.targets[0];
+  bool is_range = iter.kind == ExprKind::kCall && iter.children[0]->kind == ExprKind::kName &&
+                  iter.children[0]->text == "range" && !IsLocal("range") && Global("range") == nullptr;
+  Type element;
+  if (is_range) {
+    size_t count = iter.children.size() - 1;
+    if (count < 1 || count > 3 || !iter.keywords.empty()) {
+      Error(iter.loc, "range() takes 1 to 3 positional arguments");
+    }
+    for (size_t i = 1; i < iter.children.size(); ++i) {
+      Type type = Check(*iter.children[i]);
+      if (!type.is_integral() && !type.is_object()) {
+        Error(iter.children[i]->loc, absl::StrCat("'", type.name(), "' object cannot be interpreted as an integer"));
+      }
+    }
+    iter.resolution = Resolution::kBuiltin;
+    iter.index = static_cast<int>(Builtin::kRANGE);
+    iter.type = Type::Object("range");
+    element = Type::Int();
+  } else {
+    Type type = Check(iter);
+    if (type.is_buffer()) {
+      element = type.element();
+    } else if (type.is_object()) {
+      element = Type::Object();
+    } else {
+      Error(iter.loc, absl::StrCat("'", type.name(), "' object is not iterable"));
+      element = Type::Object();
+    }
+  }
+  if (target.kind == ExprKind::kName || target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) {
+    // The target is assigned at the top of every iteration.
+    Flow before = flow_;
+    CheckAssignTarget(target, element, iter.loc);
+    Flow with_target = flow_;
+    flow_ = with_target;
+    std::vector<Flow> breaks;
+    break_flows_.push_back(&breaks);
+    ++loop_depth_;
+    CheckBlock(stmt.body);
+    --loop_depth_;
+    break_flows_.pop_back();
+    flow_ = before;
+    CheckBlock(stmt.orelse);
+    for (const Flow& exit : breaks) flow_ = Merge(flow_, exit);
+  } else {
+    CheckAssignTarget(target, element, iter.loc);
+    CheckLoopBody(stmt, false);
+  }
+}
+
+void FunctionChecker::CheckAssignTarget(Expr& target, Type value, const Loc& value_loc) {
+  switch (target.kind) {
+    case ExprKind::kName: {
+      int slot = LocalSlot(target.text);
+      if (slot < 0) {
+        // A `global` name: stored as an object.
+        target.resolution = Resolution::kGlobal;
+        target.type = value;
+        if (value.is_buffer()) Error(value_loc, "a Buffer cannot be stored in a global: buffers are borrowed");
+        return;
+      }
+      LocalVariable& local = fn_.locals[slot];
+      target.resolution = Resolution::kLocal;
+      target.index = slot;
+      target.type = local.type;
+      if (!Assignable(local.type, value)) {
+        Error(value_loc, absl::StrCat(CannotAssign(local.type, value), " '", local.name, "' (", local.type.name(),
+                                      local.is_param ? ", its annotation" :
+                                      absl::StrCat(", from its first assignment at line ", local.first_assignment.line),
+                                      ")"));
+      }
+      AssignLocal(slot);
+      return;
+    }
+    case ExprKind::kSubscript: {
+      Type base = Check(*target.children[0]);
+      Expr& index = *target.children[1];
+      if (base.is_buffer()) {
+        if (index.kind == ExprKind::kSlice) {
+          Check(index);
+          if (!value.is_object()) Error(value_loc, "a slice of a buffer can only be assigned an object");
+        } else {
+          Type index_type = Check(index);
+          if (!index_type.is_integral() && !index_type.is_object()) {
+            Error(index.loc, absl::StrCat("buffer indices must be integers, not ", index_type.name()));
+          }
+          if (!Assignable(base.element(), value)) {
+            Error(value_loc, absl::StrCat("cannot store ", value.name(), " into ", base.name()));
+          }
+        }
+        target.type = base.element();
+      } else if (base.is_object()) {
+        Check(index);
+        target.type = Type::Object();
+      } else {
+        Error(target.children[0]->loc, absl::StrCat("'", base.name(), "' object does not support item assignment"));
+      }
+      return;
+    }
+    case ExprKind::kAttribute: {
+      Type base = Check(*target.children[0]);
+      if (!base.is_object()) {
+        Error(target.children[0]->loc, absl::StrCat("cannot set attribute '", target.text, "' of ", base.name()));
+      }
+      return;
+    }
+    case ExprKind::kTuple:
+    case ExprKind::kList:
+      if (!value.is_object()) {
+        Error(value_loc, absl::StrCat("cannot unpack non-iterable ", value.name(), " object"));
+      }
+      for (ExprPtr& child : target.children) CheckAssignTarget(*child, Type::Object(), value_loc);
+      return;
+    default: Error(target.loc, "cannot assign to this expression"); return;
+  }
+}
+
+void FunctionChecker::CheckAugAssign(Stmt& stmt) {
+  Expr& target = *stmt.targets[0];
+  Type value = Check(*stmt.value);
+  switch (target.kind) {
+    case ExprKind::kName: {
+      int slot = LocalSlot(target.text);
+      if (slot < 0) {
+        // A global: read, combine and store as objects.
+        Check(target);
+        target.resolution = Resolution::kGlobal;
+        return;
+      }
+      Type current = CheckName(target);
+      target.type = current;
+      Type result = BinaryType(stmt.bin_op, current, value, stmt.value.get(), stmt.loc);
+      stmt.result_type = result;
+      if (result.is_known() && !Assignable(current, result)) {
+        LocalVariable& local = fn_.locals[slot];
+        Error(stmt.loc, absl::StrCat("'", local.name, "' is ", local.type.name(),
+                                     local.is_param ? " (its annotation)" : absl::StrCat(" (from its first assignment at line ",
+                                                                                        local.first_assignment.line, ")"),
+                                     "; ", SymbolOf(stmt.bin_op), "= makes it ", result.name()));
+      }
+      AssignLocal(slot);
+      return;
+    }
+    case ExprKind::kSubscript: {
+      Type base = Check(*target.children[0]);
+      Expr& index = *target.children[1];
+      Type index_type = Check(index);
+      if (base.is_buffer()) {
+        if (index.kind == ExprKind::kSlice || (!index_type.is_integral() && !index_type.is_object())) {
+          Error(index.loc, "buffer indices must be integers");
+          return;
+        }
+        Type element = base.element();
+        target.type = element;
+        Type result = BinaryType(stmt.bin_op, element, value, stmt.value.get(), stmt.loc);
+        stmt.result_type = result;
+        if (result.is_known() && !Assignable(element, result)) {
+          Error(stmt.loc, absl::StrCat("cannot store ", result.name(), " into ", base.name()));
+        }
+      } else if (base.is_object()) {
+        target.type = Type::Object();
+      } else {
+        Error(target.children[0]->loc, absl::StrCat("'", base.name(), "' object is not subscriptable"));
+      }
+      return;
+    }
+    case ExprKind::kAttribute: {
+      Type base = Check(*target.children[0]);
+      if (!base.is_object()) Error(target.loc, absl::StrCat("cannot set attribute '", target.text, "' of ", base.name()));
+      target.type = Type::Object();
+      return;
+    }
+    default: Error(target.loc, "illegal expression for augmented assignment"); return;
+  }
+}
+
+// ---- Expressions ----------------------------------------------------------------------------------
+
+int FunctionChecker::LocalSlot(const std::string& name) const {
+  auto it = fn_.local_index.find(name);
+  return it == fn_.local_index.end() ? -1 : it->second;
+}
+
+const GlobalSymbol* FunctionChecker::Global(const std::string& name) const {
+  auto it = info_.globals.find(name);
+  return it == info_.globals.end() ? nullptr : &it->second;
+}
+
+bool FunctionChecker::Assignable(Type target, Type value) const {
+  if (!target.is_known() || !value.is_known()) return true;
+  if (target.is_object()) return !value.is_buffer();
+  switch (target.kind) {
+    case TypeKind::kInt:
+      return value.is_integral() || (value.is_object() && value.kind != TypeKind::kNone && !value.known_class) ||
+             (value.is_object() && value.known_class && std::strcmp(value.known_class, "int") == 0);
+    case TypeKind::kFloat:
+      return value.is_numeric() ||
+             (value.kind == TypeKind::kObject &&
+              (!value.known_class || std::strcmp(value.known_class, "int") == 0 ||
+               std::strcmp(value.known_class, "float") == 0));
+    case TypeKind::kBool:
+      return value.is_bool() || (value.kind == TypeKind::kObject && !value.known_class);
+    case TypeKind::kBuffer: return value.is_buffer() && value.elem == target.elem;
+    default: return false;
+  }
+}
+
+std::string FunctionChecker::CannotAssign(Type target, Type value) const {
+  if (target.is_integral() && value.is_float()) return "cannot assign float (write int(...) to truncate it) to";
+  return absl::StrCat("cannot assign ", value.name(), " to");
+}
+
+Type FunctionChecker::Check(Expr& expr) {
+  Type type = CheckInner(expr);
+  expr.type = type;
+  return type;
+}
+
+Type FunctionChecker::CheckInner(Expr& expr) {
+  switch (expr.kind) {
+    case ExprKind::kInt: return Type::Int();
+    case ExprKind::kBigInt: return Type::Object("int");
+    case ExprKind::kFloat: return Type::Float();
+    case ExprKind::kBool: return Type::Bool();
+    case ExprKind::kNone: return Type::None();
+    case ExprKind::kConstant: return expr.type.is_known() ? expr.type : Type::Object();
+    case ExprKind::kName: return CheckName(expr);
+    case ExprKind::kAttribute: return CheckAttribute(expr);
+    case ExprKind::kSubscript: return CheckSubscript(expr);
+    case ExprKind::kSlice:
+      for (ExprPtr& child : expr.children) {
+        if (child) Check(*child);
+      }
+      return Type::Object("slice");
+    case ExprKind::kCall: return CheckCall(expr);
+    case ExprKind::kBinary: return CheckBinary(expr);
+    case ExprKind::kUnary: return CheckUnary(expr);
+    case ExprKind::kBoolOp: {
+      // `a or b` is a or b itself, not a bool: one type if they agree.
+      std::vector<Type> types;
+      for (ExprPtr& child : expr.children) types.push_back(Check(*child));
+      for (const Type& type : types) {
+        if (!type.is_known()) return Type::Unknown();
+      }
+      bool same = std::all_of(types.begin(), types.end(), [&](const Type& t) { return t == types[0]; });
+      if (same && (types[0].is_numeric() || types[0].kind == TypeKind::kObject)) return types[0];
+      return Type::Object();
+    }
+    case ExprKind::kCompare: return CheckCompare(expr);
+    case ExprKind::kIfExp: {
+      Check(*expr.children[0]);
+      Type body = Check(*expr.children[1]);
+      Type orelse = Check(*expr.children[2]);
+      if (!body.is_known() || !orelse.is_known()) return Type::Unknown();
+      if (body == orelse && body.kind != TypeKind::kNone) return body;
+      if (body.is_buffer() || orelse.is_buffer()) {
+        Error(expr.loc, "both branches of a conditional expression must be the same Buffer type");
+      }
+      return Type::Object();
+    }
+    case ExprKind::kTuple:
+    case ExprKind::kList:
+    case ExprKind::kSet:
+    case ExprKind::kDict:
+      for (ExprPtr& child : expr.children) Check(*child);
+      return Type::Object(expr.kind == ExprKind::kTuple  ? "tuple"
+                          : expr.kind == ExprKind::kList ? "list"
+                          : expr.kind == ExprKind::kSet  ? "set"
+                                                         : "dict");
+    case ExprKind::kJoinedStr:
+      for (ExprPtr& child : expr.children) Check(*child);
+      return Type::Object("str");
+    case ExprKind::kFormatted:
+      Check(*expr.children[0]);
+      if (expr.children[1]) Check(*expr.children[1]);
+      return Type::Object("str");
+    case ExprKind::kUnsupported: return Type::Unknown();
+  }
+  return Type::Unknown();
+}
+
+Type FunctionChecker::CheckName(Expr& expr) {
+  int slot = LocalSlot(expr.text);
+  if (slot >= 0) {
+    expr.resolution = Resolution::kLocal;
+    expr.index = slot;
+    LocalVariable& local = fn_.locals[slot];
+    if (!quiet_ && flow_.reachable && !flow_.assigned[slot]) {
+      expr.check_bound = true;
+      local.needs_bound_check = true;
+    } else {
+      expr.check_bound = false;
+    }
+    return local.type;
+  }
+  const GlobalSymbol* symbol = Global(expr.text);
+  if (symbol != nullptr && !fn_.declared_global.count(expr.text)) {
+    switch (symbol->kind) {
+      case GlobalSymbol::Kind::kTypedConstant: {
+        expr.resolution = Resolution::kTypedGlobal;
+        if (!quiet_) {
+          auto& used = fn_.typed_globals;
+          if (std::none_of(used.begin(), used.end(), [&](const auto& entry) { return entry.first == expr.text; })) {
+            used.emplace_back(expr.text, symbol->type);
+          }
+          for (size_t i = 0; i < used.size(); ++i) {
+            if (used[i].first == expr.text) expr.index = static_cast<int>(i);
+          }
+        }
+        return symbol->type;
+      }
+      case GlobalSymbol::Kind::kMathConstant:
+        expr.resolution = Resolution::kMathConstant;
+        expr.float_value = symbol->value;
+        return Type::Float();
+      default: break;
+    }
+  }
+  expr.resolution = Resolution::kGlobal;
+  return Type::Object();
+}
+
+Type FunctionChecker::CheckAttribute(Expr& expr) {
+  Expr& base = *expr.children[0];
+  if (base.kind == ExprKind::kName && !IsLocal(base.text)) {
+    const GlobalSymbol* symbol = Global(base.text);
+    if (symbol && symbol->kind == GlobalSymbol::Kind::kModule && symbol->module_name == "math") {
+      if (const double* value = MathConstant(expr.text)) {
+        expr.resolution = Resolution::kMathConstant;
+        expr.float_value = *value;
+        return Type::Float();
+      }
+    }
+  }
+  Type type = Check(base);
+  if (!type.is_known()) return Type::Unknown();
+  return Type::Object();
+}
+
+Type FunctionChecker::CheckSubscript(Expr& expr) {
+  Type base = Check(*expr.children[0]);
+  Expr& index = *expr.children[1];
+  Type index_type = Check(index);
+  if (!base.is_known()) return Type::Unknown();
+  if (base.is_buffer()) {
+    if (index.kind == ExprKind::kSlice) return Type::Object();
+    if (!index_type.is_integral() && !index_type.is_object() && index_type.is_known()) {
+      Error(index.loc, absl::StrCat("buffer indices must be integers, not ", index_type.name()));
+    }
+    return base.element();
+  }
+  if (base.is_object()) return Type::Object();
+  Error(expr.children[0]->loc, absl::StrCat("'", base.name(), "' object is not subscriptable"));
+  return Type::Object();
+}
+
+Type FunctionChecker::CheckCall(Expr& expr) {
+  Expr& callee = *expr.children[0];
+  expr.resolution = Resolution::kUnresolved;
+  if (callee.kind == ExprKind::kName && !IsLocal(callee.text) && !fn_.declared_global.count(callee.text)) {
+    const GlobalSymbol* symbol = Global(callee.text);
+    if (symbol != nullptr) {
+      if (symbol->kind == GlobalSymbol::Kind::kFunction) {
+        bool ready = module_.EnsureChecked(symbol->function);
+        const FunctionInfo& callee_info = info_.functions[symbol->function];
+        if (module_.DirectlyCallable(symbol->function) && (ready || callee_info.result_annotated)) {
+          fn_.direct_callees.insert(symbol->function);
+          return CheckTypedCall(expr, symbol->function);
+        }
+      } else if (symbol->kind == GlobalSymbol::Kind::kMathFunction) {
+        return CheckMathCall(expr, symbol->ppy_name);
+      }
+    } else {
+      int builtin = BuiltinId(callee.text);
+      if (builtin >= 0) return CheckBuiltinCall(expr, static_cast<Builtin>(builtin));
+    }
+  }
+  if (callee.kind == ExprKind::kAttribute && callee.children[0]->kind == ExprKind::kName &&
+      !IsLocal(callee.children[0]->text)) {
+    const GlobalSymbol* symbol = Global(callee.children[0]->text);
+    if (symbol && symbol->kind == GlobalSymbol::Kind::kModule && symbol->module_name == "math") {
+      return CheckMathCall(expr, callee.text);
+    }
+  }
+  return CheckDynamicCall(expr);
+}
+
+Type FunctionChecker::CheckDynamicCall(Expr& expr) {
+  Expr& callee = *expr.children[0];
+  if (callee.kind == ExprKind::kAttribute) {
+    // A method call: the object is evaluated (and boxed) once.
+    Check(*callee.children[0]);
+    callee.type = Type::Object();
+  } else {
+    Type type = Check(callee);
+    if (type.is_known() && !type.is_object()) {
+      Error(callee.loc, absl::StrCat("'", type.name(), "' object is not callable"));
+    }
+  }
+  for (size_t i = 1; i < expr.children.size(); ++i) Check(*expr.children[i]);
+  for (Keyword& keyword : expr.keywords) Check(*keyword.value);
+  return Type::Object();
+}
+
+Type FunctionChecker::CheckTypedCall(Expr& expr, int function) {
+  const FunctionInfo& callee = info_.functions[function];
+  const FunctionDef& def = *callee.def;
+  const size_t num_params = def.params.size();
+  std::vector<int> binding(num_params, INT32_MIN);
+  size_t num_positional = 0;
+  for (const ParamSyntax& param : def.params) {
+    if (param.kind != ParamKind::kKeywordOnly) ++num_positional;
+  }
+  bool bindable = expr.children.size() - 1 <= num_positional;
+  for (size_t i = 1; bindable && i < expr.children.size(); ++i) binding[i - 1] = static_cast<int>(i);
+  for (size_t k = 0; bindable && k < expr.keywords.size(); ++k) {
+    bool found = false;
+    for (size_t p = 0; p < num_params; ++p) {
+      if (def.params[p].name == expr.keywords[k].name && def.params[p].kind != ParamKind::kPositionalOnly &&
+          binding[p] == INT32_MIN) {
+        binding[p] = -static_cast<int>(k) - 1;
+        found = true;
+      }
+    }
+    bindable = found;
+  }
+  for (size_t p = 0; bindable && p < num_params; ++p) {
+    if (binding[p] != INT32_MIN) continue;
+    // Only a literal default can be compiled into the call; anything else is
+    // evaluated once, when the def runs, and lives in the function object.
+    const Expr* default_value = def.params[p].default_value.get();
+    bool literal = default_value != nullptr &&
+                   (default_value->kind == ExprKind::kInt || default_value->kind == ExprKind::kFloat ||
+                    default_value->kind == ExprKind::kBool || default_value->kind == ExprKind::kNone ||
+                    (default_value->kind == ExprKind::kConstant && default_value->type.is_object()));
+    if (!literal) bindable = false;
+    else binding[p] = 0;
+  }
+  if (!bindable) return CheckDynamicCall(expr);
+
+  for (size_t i = 1; i < expr.children.size(); ++i) Check(*expr.children[i]);
+  for (Keyword& keyword : expr.keywords) Check(*keyword.value);
+  // An object passed for a Buffer parameter must be borrowed, which the
+  // callee's Python-facing entry does: call it as an object.
+  for (size_t p = 0; p < num_params; ++p) {
+    if (!callee.param_types[p].is_buffer() || binding[p] == 0) continue;
+    const Expr& arg = binding[p] > 0 ? *expr.children[binding[p]] : *expr.keywords[-binding[p] - 1].value;
+    if (arg.type.is_object()) return CheckDynamicCall(expr);
+  }
+  for (size_t p = 0; p < num_params; ++p) {
+    Type param_type = callee.param_types[p];
+    Type arg_type;
+    Loc loc = expr.loc;
+    if (binding[p] > 0) {
+      arg_type = expr.children[binding[p]]->type;
+      loc = expr.children[binding[p]]->loc;
+    } else if (binding[p] < 0) {
+      arg_type = expr.keywords[-binding[p] - 1].value->type;
+      loc = expr.keywords[-binding[p] - 1].loc;
+    } else {
+      const Expr& literal = *def.params[p].default_value;
+      arg_type = literal.kind == ExprKind::kInt     ? Type::Int()
+                 : literal.kind == ExprKind::kFloat ? Type::Float()
+                 : literal.kind == ExprKind::kBool  ? Type::Bool()
+                 : literal.kind == ExprKind::kNone  ? Type::None()
+                                                    : literal.type;
+    }
+    if (!Assignable(param_type, arg_type)) {
+      Error(loc, absl::StrCat(callee.name, "() argument '", def.params[p].name, "' is ", param_type.name(), "; ",
+                              CannotAssign(param_type, arg_type), " it"));
+    }
+  }
+  expr.resolution = Resolution::kFunction;
+  expr.index = function;
+  expr.binding = std::move(binding);
+  return callee.result.is_known() ? callee.result : Type::Object();
+}
+
+Type FunctionChecker::CheckMathCall(Expr& expr, const std::string& name) {
+  size_t arity = expr.children.size() - 1;
+  int id = expr.keywords.empty() ? MathId(name, arity) : -1;
+  if (id < 0) return CheckDynamicCall(expr);
+  std::vector<Type> args;
+  for (size_t i = 1; i < expr.children.size(); ++i) args.push_back(Check(*expr.children[i]));
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].is_known()) return Type::Unknown();
+    if (args[i].is_buffer()) Error(expr.children[i + 1]->loc, absl::StrCat("must be real number, not ", args[i].name()));
+    // An object argument: CPython's math module decides.
+    if (!args[i].is_numeric()) return CheckDynamicCall(expr);
+  }
+  expr.resolution = Resolution::kMath;
+  expr.index = id;
+  switch (kMathInfo[id].shape) {
+    case MathShape::F:
+    case MathShape::FF: return Type::Float();
+    case MathShape::FI: return Type::Int();
+    case MathShape::FB: return Type::Bool();
+  }
+  return Type::Float();
+}
+
+Type FunctionChecker::CheckBuiltinCall(Expr& expr, Builtin builtin) {
+  size_t arity = expr.children.size() - 1;
+  std::vector<Type> args;
+  for (size_t i = 1; i < expr.children.size(); ++i) args.push_back(Check(*expr.children[i]));
+  for (Keyword& keyword : expr.keywords) Check(*keyword.value);
+  for (const Type& type : args) {
+    if (!type.is_known()) return Type::Unknown();
+  }
+  auto dynamic = [&](Type result) {
+    // Called as the builtin object; a typed result is unboxed after the call.
+    expr.children[0]->resolution = Resolution::kGlobal;
+    expr.children[0]->type = Type::Object();
+    expr.resolution = Resolution::kBuiltin;
+    expr.index = -1;
+    return result;
+  };
+  expr.resolution = Resolution::kBuiltin;
+  expr.index = static_cast<int>(builtin);
+  bool plain = expr.keywords.empty();
+  switch (builtin) {
+    case Builtin::kLEN:
+      if (plain && arity == 1 && args[0].is_buffer()) return Type::Int();
+      if (plain && arity == 1 && !args[0].is_object()) {
+        Error(expr.children[1]->loc, absl::StrCat("object of type '", args[0].name(), "' has no len()"));
+        return Type::Int();
+      }
+      return dynamic(Type::Int());
+    case Builtin::kINT:
+      if (plain && arity == 1 && args[0].is_numeric()) return Type::Int();
+      return dynamic(Type::Int());
+    case Builtin::kFLOAT:
+      if (plain && arity == 1 && args[0].is_numeric()) return Type::Float();
+      return dynamic(Type::Float());
+    case Builtin::kBOOL:
+      if (plain && arity == 1) return Type::Bool();
+      return dynamic(Type::Bool());
+    case Builtin::kABS:
+      if (plain && arity == 1 && args[0].is_integral()) return Type::Int();
+      if (plain && arity == 1 && args[0].is_float()) return Type::Float();
+      return dynamic(Type::Object());
+    case Builtin::kMIN:
+    case Builtin::kMAX: {
+      if (plain && arity >= 2 && std::all_of(args.begin(), args.end(), [&](const Type& t) { return t == args[0]; }) &&
+          args[0].is_numeric()) {
+        return args[0];
+      }
+      return dynamic(Type::Object());
+    }
+    case Builtin::kRANGE: return dynamic(Type::Object("range"));
+  }
+  return dynamic(Type::Object());
+}
+
+Type FunctionChecker::BinaryType(BinOp op, Type left, Type right, const Expr* right_expr, const Loc& loc) {
+  if (!left.is_known() || !right.is_known()) return Type::Unknown();
+  if (left.is_object() || right.is_object()) {
+    if (left.is_buffer() || right.is_buffer()) return Type::Object();
+    return Type::Object();
+  }
+  auto unsupported = [&]() {
+    Error(loc, absl::StrCat("unsupported operand type(s) for ", SymbolOf(op), ": '", left.name(), "' and '",
+                            right.name(), "'"));
+    return Type::Unknown();
+  };
+  if (left.is_buffer() || right.is_buffer()) return unsupported();
+  if (op == BinOp::kMatMul) return unsupported();
+  if (left.is_integral() && right.is_integral()) {
+    switch (op) {
+      case BinOp::kBitAnd:
+      case BinOp::kBitOr:
+      case BinOp::kBitXor: return left.is_bool() && right.is_bool() ? Type::Bool() : Type::Int();
+      case BinOp::kDiv: return Type::Float();
+      case BinOp::kPow: {
+        // A negative literal exponent makes the power a float, as in Python.
+        bool negative_literal =
+            right_expr != nullptr &&
+            ((right_expr->kind == ExprKind::kInt && right_expr->int_value < 0) ||
+             (right_expr->kind == ExprKind::kUnary && right_expr->un_op == UnOp::kNeg &&
+              right_expr->children[0]->kind == ExprKind::kInt && right_expr->children[0]->int_value > 0));
+        return negative_literal ? Type::Float() : Type::Int();
+      }
+      default: return Type::Int();
+    }
+  }
+  switch (op) {
+    case BinOp::kBitAnd:
+    case BinOp::kBitOr:
+    case BinOp::kBitXor:
+    case BinOp::kLShift:
+    case BinOp::kRShift: return unsupported();
+    default: return Type::Float();
+  }
+}
+
+Type FunctionChecker::CheckBinary(Expr& expr) {
+  Type left = Check(*expr.children[0]);
+  Type right = Check(*expr.children[1]);
+  return BinaryType(expr.bin_op, left, right, expr.children[1].get(), expr.loc);
+}
+
+Type FunctionChecker::CheckUnary(Expr& expr) {
+  Type operand = Check(*expr.children[0]);
+  if (!operand.is_known()) return Type::Unknown();
+  switch (expr.un_op) {
+    case UnOp::kNot: return Type::Bool();
+    case UnOp::kNeg:
+    case UnOp::kPos:
+      if (operand.is_integral()) return Type::Int();
+      if (operand.is_float()) return Type::Float();
+      if (operand.is_object()) return Type::Object();
+      break;
+    case UnOp::kInvert:
+      if (operand.is_integral()) return Type::Int();
+      if (operand.is_object()) return Type::Object();
+      break;
+  }
+  static const char* kSymbols[] = {"-", "+", "~", "not"};
+  Error(expr.loc, absl::StrCat("bad operand type for unary ", kSymbols[static_cast<int>(expr.un_op)], ": '",
+                               operand.name(), "'"));
+  return Type::Unknown();
+}
+
+Type FunctionChecker::CheckCompare(Expr& expr) {
+  std::vector<Type> types;
+  for (ExprPtr& child : expr.children) types.push_back(Check(*child));
+  for (const Type& type : types) {
+    if (!type.is_known()) return Type::Unknown();
+  }
+  bool all_bool = true;
+  for (size_t i = 0; i < expr.cmp_ops.size(); ++i) {
+    CmpOp op = expr.cmp_ops[i];
+    const Type& left = types[i];
+    const Type& right = types[i + 1];
+    switch (op) {
+      case CmpOp::kIs:
+      case CmpOp::kIsNot: break;
+      case CmpOp::kIn:
+      case CmpOp::kNotIn:
+        if (right.is_numeric()) {
+          Error(expr.children[i + 1]->loc, absl::StrCat("argument of type '", right.name(), "' is not iterable"));
+        }
+        break;
+      default:
+        if (left.is_numeric() && right.is_numeric()) break;
+        all_bool = false;
+        break;
+    }
+  }
+  return all_bool ? Type::Bool() : Type::Object();
+}
+
+}  // namespace
+
+std::unique_ptr<ModuleInfo> CheckModule(ModuleSyntax& module, const std::map<int, std::string>& forced_fallbacks) {
+  return ModuleChecker(module, forced_fallbacks).Run();
+}
+
+}  // namespace ppy

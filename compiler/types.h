@@ -1,0 +1,55 @@
+// Static types of the ppy language.
+//
+// int (64-bit), float (IEEE double), bool, None, Buffer[T], and object: any
+// other Python value, handled through the C API. An object type may know its
+// Python class (a str literal is an object known to be "str"), which lets the
+// checker reject what CPython would reject at run time anyway, such as storing a
+// str into an int variable.
+#pragma once
+
+#include <string>
+
+#include "vm/code.h"
+
+namespace ppy {
+
+enum class TypeKind : uint8_t { kUnknown, kInt, kFloat, kBool, kNone, kBuffer, kObject };
+
+struct Type {
+  TypeKind kind = TypeKind::kUnknown;
+  ElemType elem = ElemType::kNone;  // Buffer only
+  const char* known_class = nullptr;  // object only: a class known statically, or null
+
+  static Type Unknown() { return {}; }
+  static Type Int() { return {TypeKind::kInt}; }
+  static Type Float() { return {TypeKind::kFloat}; }
+  static Type Bool() { return {TypeKind::kBool}; }
+  static Type None() { return {TypeKind::kNone}; }
+  static Type Object(const char* known = nullptr) { return {TypeKind::kObject, ElemType::kNone, known}; }
+  static Type Buffer(ElemType elem) { return {TypeKind::kBuffer, elem}; }
+
+  bool is_known() const { return kind != TypeKind::kUnknown; }
+  bool is_int() const { return kind == TypeKind::kInt; }
+  bool is_float() const { return kind == TypeKind::kFloat; }
+  bool is_bool() const { return kind == TypeKind::kBool; }
+  bool is_object() const { return kind == TypeKind::kObject || kind == TypeKind::kNone; }
+  bool is_buffer() const { return kind == TypeKind::kBuffer; }
+  // int and bool: the integer kinds arithmetic accepts.
+  bool is_integral() const { return kind == TypeKind::kInt || kind == TypeKind::kBool; }
+  bool is_numeric() const { return is_integral() || kind == TypeKind::kFloat; }
+  bool is_tensor() const;
+
+  // The type of an element read from this buffer: float or int.
+  Type element() const;
+
+  // The register kind that holds a value of this type.
+  Kind kind_of_register() const;
+  ValueType value_type() const;
+
+  std::string name() const;
+
+  bool operator==(const Type& other) const;
+  bool operator!=(const Type& other) const { return !(*this == other); }
+};
+
+}  // namespace ppy

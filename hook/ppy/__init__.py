@@ -1,0 +1,101 @@
+"""ppy: typed Python kernels, compiled and run natively.
+
+`import ppy` is the whole integration: it installs an import hook, and from then
+on `import features` finds `features.ppy`, builds it into the project cache
+`.ppy-cache/` (or finds it built there) and runs its functions on the ppy VM.
+With `PPY_IMPORT=python` the same files run as plain Python instead.
+
+This module must stay cheap to import: it defines the names kernels annotate
+with and installs the finder; the compiler and VM load with the first .ppy module.
+"""
+
+import os as _os
+import sys as _sys
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Buffer",
+    "CompileError",
+    "f32",
+    "f64",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "native",
+    "tier",
+]
+
+
+class _BufferAlias:
+    """What `Buffer[T]` evaluates to in plain Python: a readable annotation."""
+
+    __slots__ = ("element",)
+
+    def __init__(self, element):
+        self.element = element
+
+    def __repr__(self):
+        return f"ppy.Buffer[{getattr(self.element, '__name__', self.element)}]"
+
+
+class Buffer:
+    """A borrowed, one-dimensional view of a buffer: `Buffer[float]`, `Buffer[f32]`, ...
+
+    Annotating a parameter `Buffer[T]` makes ppy borrow the argument's memory for
+    the call (array.array, numpy arrays, memoryview, bytearray, CPU torch
+    tensors); indexing reads and writes it in place.
+    """
+
+    def __class_getitem__(cls, element):
+        return _BufferAlias(element)
+
+
+def _element_type(name, doc):
+    return type(name, (), {"__doc__": doc, "__module__": "ppy"})
+
+
+f64 = _element_type("f64", "Buffer element: 64-bit float (format 'd'); the same as float.")
+f32 = _element_type("f32", "Buffer element: 32-bit float (format 'f').")
+i64 = _element_type("i64", "Buffer element: 64-bit signed int (format 'q'); the same as int.")
+i32 = _element_type("i32", "Buffer element: 32-bit signed int.")
+i16 = _element_type("i16", "Buffer element: 16-bit signed int.")
+i8 = _element_type("i8", "Buffer element: 8-bit signed int.")
+u64 = _element_type("u64", "Buffer element: 64-bit unsigned int.")
+u32 = _element_type("u32", "Buffer element: 32-bit unsigned int.")
+u16 = _element_type("u16", "Buffer element: 16-bit unsigned int.")
+u8 = _element_type("u8", "Buffer element: 8-bit unsigned int.")
+
+
+class CompileError(SyntaxError):
+    """A `.ppy` module that ppy must compile but cannot (`@ppy.native`)."""
+
+
+def native(function):
+    """Marks a function that must be compiled: if ppy cannot, importing fails.
+
+    Without it, a function that uses something the VM does not run falls back to
+    plain Python (`ppy check -v` says which and why).
+    """
+    return function
+
+
+def tier(function):
+    """Where calls to `function` run: "vm", "jit", "region" or "python"."""
+    found = getattr(function, "__ppy_tier__", None)
+    return found if isinstance(found, str) else "python"
+
+
+def _install():
+    from ppy import _hook
+
+    _hook.install()
+
+
+if _os.environ.get("PPY_NO_HOOK") != "1":
+    _install()

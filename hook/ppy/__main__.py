@@ -1,0 +1,7 @@
+"""`python -m ppy` is the `ppy` command."""
+
+import sys
+
+from ppy.cli import main
+
+sys.exit(main())

@@ -1,0 +1,259 @@
+"""The project cache: where builds of .ppy modules live, and the rules that let
+many processes share them.
+
+An entry is `.ppy-cache/<stem>.<cache tag>.ppyc` beside the source (or under
+PPY_CACHE_DIR). Its key hashes the source of the module and of every .ppy module
+it imports (its import closure), ppy's version, the bytecode version and the
+Python ABI tag; nothing rank- or device-specific, so every rank and launcher
+shares it. The rules:
+
+* publish atomically: write a temporary file in the cache folder, then rename;
+* one builder per module: an flock around the build; a waiter re-reads the
+  entry when the lock is released, and a killed builder releases it with its
+  process;
+* everything read back is untrusted: the C++ loader checks magic, versions and
+  checksum and verifies the bytecode; a bad entry is rebuilt with one warning;
+* a cache folder that cannot be written falls back to building in memory, with
+  one note;
+* a miss says why: no entry, source changed, imported module changed, version
+  changed, corrupt entry.
+
+Every build appends a line to `<cache folder>/build.log`, so that tests and
+users can see who built what without timing anything.
+"""
+
+import marshal
+import os
+import sys
+import time
+
+from ppy import _build, _notes
+
+_ABI = sys.implementation.cache_tag  # e.g. "cpython-311"
+
+# Miss reasons, as `ppy build -v` and `ppy run --trace` print them.
+HIT = "hit"
+NO_ENTRY = "no entry"
+SOURCE_CHANGED = "source changed"
+IMPORT_CHANGED = "imported module changed"
+VERSION_CHANGED = "version changed"
+CORRUPT = "corrupt entry"
+
+
+def _digest(data):
+    from _blake2 import blake2b
+
+    return blake2b(data, digest_size=16).hexdigest()
+
+
+def cache_dir_for(source_path):
+    configured = os.environ.get("PPY_CACHE_DIR")
+    if configured:
+        return os.path.abspath(configured)
+    return os.path.join(os.path.dirname(os.path.abspath(source_path)), ".ppy-cache")
+
+
+def entry_path_for(source_path):
+    stem = os.path.splitext(os.path.basename(source_path))[0]
+    return os.path.join(cache_dir_for(source_path), f"{stem}.{_ABI}.ppyc")
+
+
+class Loaded:
+    """A module's compiled code, ready to attach, and how it was obtained."""
+
+    def __init__(self, compiled, metadata, outcome, reason, seconds, path):
+        self.compiled = compiled  # ppy._ppy.CompiledModule
+        self.metadata = metadata  # functions, diagnostics, dependencies
+        self.outcome = outcome  # "hit", "built", "waited" or "memory"
+        self.reason = reason  # why it was not a hit
+        self.seconds = seconds
+        self.path = path
+
+
+def _closure(source_path, source, finder):
+    """The .ppy modules `source` imports, transitively: [(name, path, digest)]."""
+    seen = {os.path.abspath(source_path)}
+    result = []
+    pending = [source]
+    while pending:
+        for name in _imported_names(pending.pop()):
+            path = finder(name)
+            if path is None or os.path.abspath(path) in seen:
+                continue
+            seen.add(os.path.abspath(path))
+            with open(path, "rb") as handle:
+                text = handle.read()
+            result.append((name, os.path.abspath(path), _digest(text)))
+            pending.append(text)
+    result.sort()
+    return result
+
+
+def _imported_names(source):
+    """Every module name an import statement in `source` names."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            names.extend(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _key(source_digest, dependencies):
+    from ppy import _ppy
+
+    parts = [_build.VERSION, str(_ppy.BYTECODE_VERSION), _ABI, source_digest]
+    parts.extend(f"{name}={digest}" for name, _, digest in dependencies)
+    return _digest("\n".join(parts).encode())
+
+
+def _current_dependencies(recorded):
+    """The recorded closure with today's digests, or None if a file is gone."""
+    current = []
+    for name, path, _ in recorded:
+        try:
+            with open(path, "rb") as handle:
+                current.append((name, path, _digest(handle.read())))
+        except OSError:
+            return None
+    return current
+
+
+def _read(entry_path):
+    try:
+        with open(entry_path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return None
+
+
+def _check_entry(data, source_digest):
+    """Loads entry bytes; returns (compiled, metadata, miss reason or HIT)."""
+    from ppy import _ppy
+
+    if data is None:
+        return None, None, NO_ENTRY
+    try:
+        compiled = _ppy.load(data, _build.VERSION)
+        metadata = marshal.loads(compiled.extras[_build.METADATA])
+    except _ppy.EntryError as error:
+        return None, None, VERSION_CHANGED if error.args[0] == "version" else CORRUPT
+    except (KeyError, ValueError, EOFError, TypeError):
+        return None, None, CORRUPT
+    if metadata.get("source_digest") != source_digest:
+        return None, metadata, SOURCE_CHANGED
+    dependencies = _current_dependencies(metadata.get("dependencies", []))
+    if dependencies is None or dependencies != metadata.get("dependencies"):
+        return None, metadata, IMPORT_CHANGED
+    return compiled, metadata, HIT
+
+
+class _Lock:
+    """An exclusive flock on `<entry>.lock`, released by close or by process death."""
+
+    def __init__(self, path):
+        import fcntl
+
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def release(self):
+        os.close(self._fd)
+
+
+def _publish(entry_path, data):
+    """Writes `data` to `entry_path` atomically: a reader sees all of it or none."""
+    temporary = f"{entry_path}.{os.getpid()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    finally:
+        os.close(fd)
+    os.replace(temporary, entry_path)
+
+
+def _log_build(cache_dir, module_name, source_path, reason):
+    line = (
+        f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} rank={os.environ.get('RANK', '-')} "
+        f"module={module_name} source={source_path} reason={reason.replace(' ', '-')}\n"
+    )
+    try:
+        fd = os.open(os.path.join(cache_dir, "build.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+_memory_notes = set()
+
+
+def load(source_path, module_name, finder):
+    """The compiled code of the module at `source_path`, from the cache or built.
+
+    `finder(name)` locates another .ppy module by import name, for the closure.
+    Raises SyntaxError for a source CPython cannot parse.
+    """
+    from ppy import _ppy
+
+    started = time.perf_counter()
+    with open(source_path, "rb") as handle:
+        source = handle.read()
+    source_digest = _digest(source)
+    entry_path = entry_path_for(source_path)
+    compiled, metadata, reason = _check_entry(_read(entry_path), source_digest)
+    if reason == HIT:
+        return Loaded(compiled, metadata, "hit", HIT, time.perf_counter() - started, entry_path)
+    if reason == CORRUPT:
+        _notes.warn(f"the cache entry {entry_path} is corrupt; rebuilding it")
+
+    cache_dir = os.path.dirname(entry_path)
+    lock = None
+    try:
+        os.makedirs(cache_dir, exist_ok=True)
+        lock = _Lock(entry_path + ".lock")
+    except OSError:
+        lock = None
+    try:
+        if lock is not None:
+            # Another process may have built it while this one waited.
+            compiled, metadata, again = _check_entry(_read(entry_path), source_digest)
+            if again == HIT:
+                return Loaded(compiled, metadata, "waited", reason, time.perf_counter() - started, entry_path)
+        dependencies = _closure(source_path, source, finder)
+        key = _key(source_digest, dependencies)
+        built = _build.build(source, source_path, module_name, _ABI, key, source_digest, dependencies)
+        data = built.data
+        compiled = _ppy.load(data, _build.VERSION)
+        metadata = marshal.loads(compiled.extras[_build.METADATA])
+        outcome = "built"
+        if lock is not None:
+            try:
+                _publish(entry_path, data)
+                _log_build(cache_dir, module_name, source_path, reason)
+            except OSError:
+                outcome = "memory"
+        else:
+            outcome = "memory"
+        if outcome == "memory" and cache_dir not in _memory_notes:
+            _memory_notes.add(cache_dir)
+            _notes.note(f"the cache folder {cache_dir} is not writable; building in memory")
+        return Loaded(compiled, metadata, outcome, reason, time.perf_counter() - started, entry_path)
+    finally:
+        if lock is not None:
+            lock.release()

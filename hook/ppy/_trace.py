@@ -1,0 +1,43 @@
+"""`ppy run --trace`: what ppy did, on stderr.
+
+One line per module load (cache outcome and time), one line per function (the
+tier it runs on, and for a fallback the construct and line that made it), and a
+summary at exit. Enabled by PPY_TRACE=1, which `ppy run --trace` sets.
+"""
+
+import os
+import sys
+
+
+def enabled():
+    return os.environ.get("PPY_TRACE") == "1"
+
+
+def _emit(message):
+    print(f"ppy trace: {message}", file=sys.stderr)
+
+
+def module_loaded(name, path, loaded):
+    if not enabled():
+        return
+    where = os.path.relpath(path) if not os.path.isabs(path) or path.startswith(os.getcwd()) else path
+    milliseconds = loaded.seconds * 1000
+    if loaded.outcome == "hit":
+        _emit(f"module {name} ({where}): cache hit, loaded in {milliseconds:.2f} ms")
+    elif loaded.outcome == "waited":
+        _emit(f"module {name} ({where}): cache miss ({loaded.reason}), built by another process, "
+              f"loaded in {milliseconds:.2f} ms")
+    else:
+        place = "in memory" if loaded.outcome == "memory" else "into the cache"
+        _emit(f"module {name} ({where}): cache miss ({loaded.reason}), built {place} in {milliseconds:.2f} ms")
+
+
+def functions_bound(name, metadata):
+    if not enabled():
+        return
+    for function in metadata["functions"]:
+        if function["compiled"]:
+            _emit(f"  {name}.{function['name']}: vm")
+        else:
+            line = function["reason_loc"][0]
+            _emit(f"  {name}.{function['name']}: python ({function['reason']}, line {line})")

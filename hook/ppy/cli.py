@@ -1,0 +1,207 @@
+"""The `ppy` command (also `python -m ppy`).
+
+    ppy build [--warm] [-v] PATH...   build every .ppy module under PATH into its cache
+    ppy check [-v] PATH...            report errors as file:line:col: error: message
+    ppy run [--trace] FILE [ARGS...]  run a .ppy file as __main__, natively
+    ppy dis FILE [FUNC]               print the bytecode of FILE's compiled functions
+    ppy clean [PATH...]               remove .ppy-cache folders under PATH
+
+build, check and clean are silent and exit 0 on success.
+"""
+
+import argparse
+import os
+import sys
+import traceback
+
+import ppy
+
+
+def _ppy_files(paths):
+    """Every .ppy file named by or under `paths`, in a stable order."""
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            for directory, subdirectories, files in os.walk(path):
+                subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d != "__pycache__")
+                found.extend(os.path.join(directory, f) for f in sorted(files) if f.endswith(".ppy"))
+        elif os.path.exists(path):
+            found.append(path)
+        else:
+            raise FileNotFoundError(path)
+    return found
+
+
+def _finder_near(source_path):
+    """Locates .ppy modules as an import from `source_path`'s folder would."""
+    from ppy import _hook
+
+    directory = os.path.dirname(os.path.abspath(source_path))
+    return lambda name: _hook.find_source(name, [directory] + sys.path)
+
+
+def _module_name(source_path):
+    return os.path.splitext(os.path.basename(source_path))[0]
+
+
+def _syntax_error_text(error, source):
+    """A SyntaxError in the diagnostics' format (file:line:col: error: ...)."""
+    from ppy import _ppy
+
+    line = error.lineno or 1
+    lines = source.decode("utf-8", "replace").splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    column = max((error.offset or 1) - 1, 0)
+    end_column = (error.end_offset or 0) - 1 if error.end_lineno in (None, line) else len(text)
+    byte_column = len(text[:column].encode())
+    byte_end = len(text[: max(end_column, column + 1)].encode())
+    return _ppy.render_diagnostic("error", (line, byte_column, line, byte_end), error.msg, error.filename or "?",
+                                  source)
+
+
+def _command_check(args):
+    from ppy import _ppy
+
+    failed = False
+    for path in _ppy_files(args.paths):
+        with open(path, "rb") as handle:
+            source = handle.read()
+        try:
+            _, functions, diagnostics, _ = _ppy.compile(source, path, _module_name(path))
+        except SyntaxError as error:
+            error.filename = path
+            sys.stdout.write(_syntax_error_text(error, source))
+            failed = True
+            continue
+        for severity, loc, message in diagnostics:
+            sys.stdout.write(_ppy.render_diagnostic(severity, loc, message, path, source))
+            failed = failed or severity == "error"
+        if args.verbose:
+            for function in functions:
+                if function["compiled"]:
+                    print(f"{path}:{function['line']}: {function['name']}: vm")
+                else:
+                    line, column = function["reason_loc"][0], function["reason_loc"][1] + 1
+                    print(f"{path}:{function['line']}: {function['name']}: python "
+                          f"({function['reason']} at {path}:{line}:{column})")
+    return 1 if failed else 0
+
+
+def _command_build(args):
+    from ppy import _cache
+
+    failed = False
+    for path in _ppy_files(args.paths):
+        try:
+            loaded = _cache.load(path, _module_name(path), _finder_near(path))
+        except SyntaxError as error:
+            with open(path, "rb") as handle:
+                sys.stdout.write(_syntax_error_text(error, handle.read()))
+            failed = True
+            continue
+        if args.verbose:
+            if loaded.outcome == "hit":
+                print(f"{path}: up to date")
+            else:
+                print(f"{path}: built ({loaded.reason}) in {loaded.seconds * 1000:.1f} ms")
+    return 1 if failed else 0
+
+
+def _command_run(args):
+    from ppy import _hook
+
+    if args.trace:
+        os.environ["PPY_TRACE"] = "1"
+    try:
+        _hook.run_main(args.file, args.args)
+    except SystemExit:
+        raise
+    except BaseException as error:
+        # Print the traceback as `python FILE` would, without ppy's own frames.
+        tb = error.__traceback__
+        package = os.path.dirname(os.path.abspath(ppy.__file__))
+        while tb is not None and os.path.dirname(os.path.abspath(tb.tb_frame.f_code.co_filename)) == package:
+            tb = tb.tb_next
+        traceback.print_exception(type(error), error, tb)
+        return 130 if isinstance(error, KeyboardInterrupt) else 1
+    return 0
+
+
+def _command_dis(args):
+    from ppy import _cache
+
+    loaded = _cache.load(args.file, _module_name(args.file), _finder_near(args.file))
+    names = loaded.compiled.function_names()
+    if args.function and args.function not in names:
+        reasons = {f["name"]: f["reason"] for f in loaded.metadata["functions"] if not f["compiled"]}
+        if args.function in reasons:
+            print(f"{args.function} runs as Python ({reasons[args.function]})", file=sys.stderr)
+        else:
+            print(f"no function {args.function} in {args.file}", file=sys.stderr)
+        return 1
+    sys.stdout.write(loaded.compiled.dis(args.function))
+    return 0
+
+
+def _command_clean(args):
+    import shutil
+
+    for path in args.paths or ["."]:
+        for directory, subdirectories, _ in os.walk(path):
+            if ".ppy-cache" in subdirectories:
+                shutil.rmtree(os.path.join(directory, ".ppy-cache"))
+            subdirectories[:] = [d for d in subdirectories if d != ".ppy-cache" and not d.startswith(".")]
+    configured = os.environ.get("PPY_CACHE_DIR")
+    if configured and os.path.isdir(configured):
+        shutil.rmtree(configured)
+    return 0
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="ppy", description="Compile and run typed Python kernels (.ppy files).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Environment: PPY_IMPORT=python (run .ppy files as plain Python), PPY_QUIET=1, "
+               "PPY_JIT=0, PPY_CACHE_DIR.")
+    parser.add_argument("--version", action="version", version=f"ppy {ppy.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    build = commands.add_parser("build", help="build .ppy modules into the project cache")
+    build.add_argument("--warm", action="store_true", help="also compile machine code ahead of time")
+    build.add_argument("-v", "--verbose", action="store_true", help="say per module whether it was built and why")
+    build.add_argument("paths", nargs="+", metavar="PATH")
+    build.set_defaults(run=_command_build)
+
+    check = commands.add_parser("check", help="type-check .ppy modules")
+    check.add_argument("-v", "--verbose", action="store_true", help="list every function and where it runs")
+    check.add_argument("paths", nargs="+", metavar="PATH")
+    check.set_defaults(run=_command_check)
+
+    run = commands.add_parser("run", help="run a .ppy file as __main__")
+    run.add_argument("--trace", action="store_true", help="report cache outcomes and tiers on stderr")
+    run.add_argument("file", metavar="FILE")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    run.set_defaults(run=_command_run)
+
+    dis = commands.add_parser("dis", help="print the bytecode of compiled functions")
+    dis.add_argument("file", metavar="FILE")
+    dis.add_argument("function", nargs="?", metavar="FUNC")
+    dis.set_defaults(run=_command_dis)
+
+    clean = commands.add_parser("clean", help="remove .ppy-cache folders")
+    clean.add_argument("paths", nargs="*", metavar="PATH")
+    clean.set_defaults(run=_command_clean)
+    return parser
+
+
+def main(argv=None):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return args.run(args)
+    except FileNotFoundError as error:
+        print(f"ppy: no such file or folder: {error.filename or error}", file=sys.stderr)
+        return 1

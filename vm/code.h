@@ -1,0 +1,141 @@
+// Compiled code: what the compiler produces, the cache stores and the VM runs.
+//
+// A ModuleCode holds the functions of one .ppy module that ppy compiles. Each
+// FunctionCode is self-describing: the kind of every register, the constant
+// registers' values, the object constants instructions refer to, the code and a
+// line for every instruction. Registers are laid out as
+//
+//   [0, num_params)                      the parameters, in declaration order
+//   [num_params, num_params + consts)    constants, copied in at every call
+//   [.., num_registers)                  locals and temporaries
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vm/instr.h"
+
+namespace ppy {
+
+// What a register holds. Bools live in int registers as 0 or 1.
+enum class Kind : uint8_t { kInt = 0, kFloat = 1, kObject = 2, kBuffer = 3 };
+inline constexpr int kKindCount = 4;
+
+// Element types of Buffer[T]. The names are the ones the ppy package exports.
+#define PPY_ELEM_TYPES(X)                     \
+  X(F64, "f64", 8, true, false)               \
+  X(F32, "f32", 4, true, false)               \
+  X(I64, "i64", 8, false, true)               \
+  X(I32, "i32", 4, false, true)               \
+  X(I16, "i16", 2, false, true)               \
+  X(I8, "i8", 1, false, true)                 \
+  X(U64, "u64", 8, false, false)              \
+  X(U32, "u32", 4, false, false)              \
+  X(U16, "u16", 2, false, false)              \
+  X(U8, "u8", 1, false, false)
+
+enum class ElemType : uint8_t {
+  kNone = 0,
+#define PPY_ELEM_ENUM(id, name, size, is_float, is_signed) k##id,
+  PPY_ELEM_TYPES(PPY_ELEM_ENUM)
+#undef PPY_ELEM_ENUM
+};
+
+struct ElemInfo {
+  const char* name;
+  int size;
+  bool is_float;
+  bool is_signed;
+};
+const ElemInfo& InfoOf(ElemType elem);
+inline constexpr int kElemTypeCount = 11;  // kNone included
+
+// The type of a value at a function's boundary: a parameter or the result.
+enum class ValueType : uint8_t { kInt, kFloat, kBool, kNone, kObject, kBuffer };
+
+// The register a value type lives in.
+inline Kind KindOf(ValueType type) {
+  switch (type) {
+    case ValueType::kInt:
+    case ValueType::kBool: return Kind::kInt;
+    case ValueType::kFloat: return Kind::kFloat;
+    case ValueType::kBuffer: return Kind::kBuffer;
+    case ValueType::kNone:
+    case ValueType::kObject: return Kind::kObject;
+  }
+  return Kind::kObject;
+}
+
+struct RegisterType {
+  Kind kind = Kind::kInt;
+  ElemType elem = ElemType::kNone;  // for buffers only
+  bool operator==(const RegisterType&) const = default;
+};
+
+struct Param {
+  std::string name;
+  ValueType type = ValueType::kObject;
+  ElemType elem = ElemType::kNone;  // for Buffer parameters
+  bool writes = false;              // a buffer the function stores into
+};
+
+// One constant register's initial value. Object constants are indexes into
+// FunctionCode::objects.
+struct ConstantValue {
+  Kind kind = Kind::kInt;
+  int64_t bits = 0;  // the int, the float's bit pattern, or the object index
+};
+
+struct FunctionCode {
+  std::string name;
+  std::string qualname;
+  int first_line = 0;
+
+  // Parameters: positional-only ones first, then positional-or-keyword, then
+  // keyword-only, as in a Python signature.
+  std::vector<Param> params;
+  int num_posonly = 0;
+  int num_kwonly = 0;
+  ValueType result = ValueType::kNone;
+
+  std::vector<RegisterType> registers;
+  std::vector<ConstantValue> constants;  // registers [params, params + constants)
+  std::vector<PyObject*> objects;         // owned references
+  std::vector<Instr> code;
+  std::vector<int32_t> lines;  // the source line of every instruction
+
+  // Derived when the module is loaded (vm/loader.cpp), never serialized.
+  const struct ModuleCode* module = nullptr;
+  std::vector<uint64_t> initial_constants;  // the constant registers' bits
+  std::vector<uint8_t> object_params;       // object parameters, owned by the frame
+  std::vector<uint8_t> owned_objects;       // other object registers released at exit
+  int num_buffer_params = 0;
+
+  FunctionCode() = default;
+  FunctionCode(const FunctionCode&) = delete;
+  FunctionCode& operator=(const FunctionCode&) = delete;
+  ~FunctionCode();
+
+  int num_params() const { return static_cast<int>(params.size()); }
+  int num_registers() const { return static_cast<int>(registers.size()); }
+  int first_constant() const { return num_params(); }
+  int end_of_constants() const { return num_params() + static_cast<int>(constants.size()); }
+  bool IsConstantRegister(int reg) const { return reg >= first_constant() && reg < end_of_constants(); }
+};
+
+struct ModuleCode {
+  std::string module_name;
+  std::string filename;
+  std::vector<std::unique_ptr<FunctionCode>> functions;
+
+  // The namespace the functions run in, set when the module is bound (strong
+  // references, released by the owner of the ModuleCode).
+  PyObject* globals = nullptr;
+  PyObject* builtins = nullptr;
+};
+
+}  // namespace ppy

@@ -1,0 +1,47 @@
+// The Python objects of the VM: a compiled module (ppy._ppy.CompiledModule) and
+// its functions (ppy._ppy.Function), which Python code calls like any function.
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+
+#include "vm/code.h"
+
+namespace ppy {
+
+struct CompiledModuleObject {
+  PyObject_HEAD
+  ModuleCode* code;   // owned
+  PyObject* extras;   // dict: the entry's extra sections (bytes), or None
+};
+
+struct FunctionObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  CompiledModuleObject* owner;  // keeps `code` alive
+  const FunctionCode* code;
+  PyObject* defaults;    // tuple or nullptr
+  PyObject* kwdefaults;  // dict or nullptr
+  PyObject* name;
+  PyObject* qualname;
+  PyObject* doc;
+  PyObject* module_name;
+  PyObject* dict;
+  PyObject* weakreflist;
+};
+
+extern PyTypeObject CompiledModuleType;
+extern PyTypeObject FunctionType;
+
+// Readies both types; call once from the extension's init.
+bool InitFunctionTypes(PyObject* extension);
+
+// Wraps verified `code` (taking ownership). Its functions can be bound once it
+// is attached to a namespace (CompiledModule.attach). Returns a new reference,
+// or nullptr with an exception.
+PyObject* NewCompiledModule(std::unique_ptr<ModuleCode> code, PyObject* extras);
+
+inline bool IsFunctionObject(PyObject* object) { return Py_IS_TYPE(object, &FunctionType); }
+
+}  // namespace ppy

@@ -1,0 +1,1066 @@
+// The interpreter loop.
+//
+// Dispatch is computed goto over a table generated from vm/opcodes.def: every
+// opcode must have a handler below (a missing one is a compile error, the label
+// being undefined), and there is no switch to fall back to. Handlers read their
+// operands from the instruction word `in`; a handler that raises jumps to
+// `error`, which adds this function's .ppy frame to the traceback.
+
+#include "vm/interpreter.h"
+
+#include <alloca.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "vm/math_table.h"
+
+namespace ppy {
+namespace {
+
+// Replaces an object register's value with a new reference, releasing the old.
+inline void SetObject(Value& reg, PyObject* value) {
+  PyObject* old = reg.o;
+  reg.o = value;
+  Py_XDECREF(old);
+}
+
+PyObject* LookupGlobal(const FunctionCode& fn, PyObject* name) {
+  PyObject* value = PyDict_GetItemWithError(fn.module->globals, name);
+  if (value != nullptr || PyErr_Occurred()) return value;
+  PyObject* builtins = fn.module->builtins;
+  if (PyDict_Check(builtins)) {
+    value = PyDict_GetItemWithError(builtins, name);
+  } else {
+    value = PyObject_GetAttr(builtins, name);
+    if (value != nullptr) Py_DECREF(value);  // the module keeps it alive
+    else if (PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+  }
+  if (value == nullptr && !PyErr_Occurred()) {
+    PyErr_Format(PyExc_NameError, "name '%U' is not defined", name);
+  }
+  return value;
+}
+
+bool GlobalTypeError(PyObject* name, const char* expected, PyObject* value) {
+  PyErr_Format(PyExc_TypeError, "global '%U' is annotated %s but holds %s", name, expected,
+               Py_TYPE(value)->tp_name);
+  return false;
+}
+
+PyObject* BuildSpan(Op op, Value* regs, int first, int count) {
+  PyObject** items = reinterpret_cast<PyObject**>(regs + first);
+  switch (op) {
+    case Op::BUILD_LIST: {
+      PyObject* list = PyList_New(count);
+      if (list == nullptr) return nullptr;
+      for (int i = 0; i < count; ++i) PyList_SET_ITEM(list, i, Py_NewRef(items[i]));
+      return list;
+    }
+    case Op::BUILD_TUPLE: {
+      PyObject* tuple = PyTuple_New(count);
+      if (tuple == nullptr) return nullptr;
+      for (int i = 0; i < count; ++i) PyTuple_SET_ITEM(tuple, i, Py_NewRef(items[i]));
+      return tuple;
+    }
+    case Op::BUILD_SET: {
+      PyObject* set = PySet_New(nullptr);
+      if (set == nullptr) return nullptr;
+      for (int i = 0; i < count; ++i) {
+        if (PySet_Add(set, items[i]) < 0) {
+          Py_DECREF(set);
+          return nullptr;
+        }
+      }
+      return set;
+    }
+    case Op::BUILD_DICT: {
+      PyObject* dict = PyDict_New();
+      if (dict == nullptr) return nullptr;
+      for (int i = 0; i + 1 < count; i += 2) {
+        if (PyDict_SetItem(dict, items[i], items[i + 1]) < 0) {
+          Py_DECREF(dict);
+          return nullptr;
+        }
+      }
+      return dict;
+    }
+    case Op::BUILD_SLICE:
+      return PySlice_New(items[0], items[1], count == 3 ? items[2] : nullptr);
+    case Op::BUILD_STRING: {
+      PyObject* parts = PyTuple_New(count);
+      if (parts == nullptr) return nullptr;
+      for (int i = 0; i < count; ++i) PyTuple_SET_ITEM(parts, i, Py_NewRef(items[i]));
+      PyObject* empty = PyUnicode_FromStringAndSize("", 0);
+      PyObject* joined = empty ? PyUnicode_Join(empty, parts) : nullptr;
+      Py_XDECREF(empty);
+      Py_DECREF(parts);
+      return joined;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+}  // namespace ppy
+
+// PPY_BINARY_OPS names PyNumber_Power and PyNumber_InPlacePower as two-argument
+// functions; these shadows supply the missing modulus inside this file only.
+#define PyNumber_Power(a, b) PyNumber_Power(a, b, Py_None)
+#define PyNumber_InPlacePower(a, b) PyNumber_InPlacePower(a, b, Py_None)
+
+namespace ppy {
+namespace {
+
+PyObject* BinaryObjectOp(int op, PyObject* left, PyObject* right) {
+  bool in_place = op >= kBinaryInPlace;
+  switch (static_cast<BinaryOp>(in_place ? op - kBinaryInPlace : op)) {
+#define PPY_BINARY_CASE(name, symbol, plain, inplace) \
+  case BinaryOp::name:                                \
+    return in_place ? inplace(left, right) : plain(left, right);
+    PPY_BINARY_OPS(PPY_BINARY_CASE)
+#undef PPY_BINARY_CASE
+  }
+  return nullptr;
+}
+
+PyObject* UnaryObject(int op, PyObject* operand) {
+  switch (static_cast<UnaryOp>(op)) {
+    case UnaryOp::kNegative: return PyNumber_Negative(operand);
+    case UnaryOp::kPositive: return PyNumber_Positive(operand);
+    case UnaryOp::kInvert: return PyNumber_Invert(operand);
+  }
+  return nullptr;
+}
+
+PyObject* FormatObject(PyObject* value, int conversion, PyObject* spec) {
+  PyObject* converted = nullptr;
+  switch (conversion) {
+    case 1: converted = PyObject_Str(value); break;
+    case 2: converted = PyObject_Repr(value); break;
+    case 3: converted = PyObject_ASCII(value); break;
+    default: converted = Py_NewRef(value); break;
+  }
+  if (converted == nullptr) return nullptr;
+  if (spec == nullptr && PyUnicode_CheckExact(converted)) return converted;
+  PyObject* formatted = PyObject_Format(converted, spec);
+  Py_DECREF(converted);
+  return formatted;
+}
+
+// Unpacks `seq` into exactly `count` new references, with CPython's messages.
+bool UnpackObject(PyObject* seq, int count, PyObject** out) {
+  if (PyTuple_CheckExact(seq) || PyList_CheckExact(seq)) {
+    Py_ssize_t size = PySequence_Fast_GET_SIZE(seq);
+    if (size == count) {
+      PyObject** items = PySequence_Fast_ITEMS(seq);
+      for (int i = 0; i < count; ++i) out[i] = Py_NewRef(items[i]);
+      return true;
+    }
+    if (size < count) {
+      PyErr_Format(PyExc_ValueError, "not enough values to unpack (expected %d, got %zd)", count, size);
+    } else {
+      PyErr_Format(PyExc_ValueError, "too many values to unpack (expected %d)", count);
+    }
+    return false;
+  }
+  PyObject* iterator = PyObject_GetIter(seq);
+  if (iterator == nullptr) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "cannot unpack non-iterable %.200s object", Py_TYPE(seq)->tp_name);
+    }
+    return false;
+  }
+  int got = 0;
+  for (; got < count; ++got) {
+    PyObject* item = PyIter_Next(iterator);
+    if (item == nullptr) {
+      if (!PyErr_Occurred()) {
+        PyErr_Format(PyExc_ValueError, "not enough values to unpack (expected %d, got %d)", count, got);
+      }
+      break;
+    }
+    out[got] = item;
+  }
+  if (got == count) {
+    PyObject* extra = PyIter_Next(iterator);
+    if (extra == nullptr && !PyErr_Occurred()) {
+      Py_DECREF(iterator);
+      return true;
+    }
+    if (extra != nullptr) {
+      Py_DECREF(extra);
+      PyErr_Format(PyExc_ValueError, "too many values to unpack (expected %d)", count);
+    }
+  }
+  for (int i = 0; i < got; ++i) Py_DECREF(out[i]);
+  Py_DECREF(iterator);
+  return false;
+}
+
+// CPython's do_raise for `raise X`: a class is instantiated, anything else must
+// be an exception instance.
+void RaiseObject(PyObject* exc) {
+  if (PyExceptionClass_Check(exc)) {
+    PyObject* value = PyObject_CallNoArgs(exc);
+    if (value == nullptr) return;
+    if (!PyExceptionInstance_Check(value)) {
+      PyErr_Format(PyExc_TypeError,
+                   "calling %R should have returned an instance of BaseException, not %R", exc,
+                   Py_TYPE(value));
+      Py_DECREF(value);
+      return;
+    }
+    PyErr_SetObject(exc, value);
+    Py_DECREF(value);
+  } else if (PyExceptionInstance_Check(exc)) {
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc)), exc);
+  } else {
+    PyErr_SetString(PyExc_TypeError, "exceptions must derive from BaseException");
+  }
+}
+
+bool MathFloat(int fn, double x, double* out) {
+  double (*fast)(double) = kMathInfo[fn].fast1;
+  if (fast == nullptr) return MathSlow(fn, x, 0.0, out);
+  double r = fast(x);
+  // CPython's math_1 keeps a finite result, and a non-finite result of a
+  // non-finite argument in kind (inf from inf, nan from nan).
+  if (std::isfinite(r) || (std::isinf(r) && std::isinf(x)) || (std::isnan(r) && std::isnan(x))) {
+    *out = r;
+    return true;
+  }
+  return MathSlow(fn, x, 0.0, out);
+}
+
+bool MathFloat2(int fn, double x, double y, double* out) {
+  double (*fast)(double, double) = kMathInfo[fn].fast2;
+  if (fast != nullptr && std::isfinite(x) && std::isfinite(y)) {
+    double r = fast(x, y);
+    if (std::isfinite(r)) {
+      *out = r;
+      return true;
+    }
+  }
+  return MathSlow(fn, x, y, out);
+}
+
+bool MathToInt(const FunctionCode& code, int pc, int fn, double x, int64_t* out) {
+  double r;
+  switch (static_cast<MathFn>(fn)) {
+    case MathFn::FLOOR: r = std::floor(x); break;
+    case MathFn::CEIL: r = std::ceil(x); break;
+    default: r = std::trunc(x); break;
+  }
+  // math.floor(nan) raises ValueError and math.floor(inf) OverflowError with
+  // int()'s messages, which FloatToInt gives.
+  return FloatToInt(code, pc, r, out);
+}
+
+int64_t MathToBool(int fn, double x) {
+  switch (static_cast<MathFn>(fn)) {
+    case MathFn::ISNAN: return std::isnan(x);
+    case MathFn::ISINF: return std::isinf(x);
+    default: return std::isfinite(x);
+  }
+}
+
+void AddTraceback(const FunctionCode& fn, int pc) {
+  int line = (pc >= 0 && pc < static_cast<int>(fn.lines.size())) ? fn.lines[pc] : fn.first_line;
+  _PyTraceback_Add(fn.name.c_str(), fn.module->filename.c_str(), line);
+}
+
+}  // namespace
+
+bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
+  if (Py_EnterRecursiveCall(" while calling a ppy function")) return false;
+  bool ok = Execute(fn, args, result);
+  Py_LeaveRecursiveCall();
+  return ok;
+}
+
+bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
+  const int num_registers = fn.num_registers();
+  const int num_params = fn.num_params();
+  const int end_of_constants = fn.end_of_constants();
+  Value* regs = static_cast<Value*>(alloca(sizeof(Value) * (num_registers + 1)));
+  std::memcpy(regs, args, sizeof(Value) * num_params);
+  std::memcpy(regs + num_params, fn.initial_constants.data(), sizeof(Value) * (end_of_constants - num_params));
+  std::memset(regs + end_of_constants, 0, sizeof(Value) * (num_registers - end_of_constants));
+  for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
+
+  const Instr* const code = fn.code.data();
+  const Instr* ip = code;
+  uint32_t ticks = kBackEdgesPerCheck;
+  bool ok = false;
+
+  static void* const kDispatch[kOpCount] = {
+#define PPY_OPCODE(name, a, b, c, d, flags, meaning) &&L_##name,
+#include "vm/opcodes.def"
+#undef PPY_OPCODE
+  };
+
+#define R(x) regs[x]
+#define CASE(name) L_##name : in = *ip;
+#define NEXT            \
+  do {                  \
+    ++ip;               \
+    goto* kDispatch[static_cast<uint8_t>(ip->op)]; \
+  } while (0)
+#define JUMP_TO(target)  \
+  do {                   \
+    ip = code + (target); \
+    goto* kDispatch[static_cast<uint8_t>(ip->op)]; \
+  } while (0)
+#define BACK_EDGE_TO(target)                  \
+  do {                                        \
+    if (--ticks == 0) {                       \
+      ticks = kBackEdgesPerCheck;             \
+      if (PyErr_CheckSignals() != 0) goto error; \
+    }                                         \
+    JUMP_TO(target);                          \
+  } while (0)
+#define PC static_cast<int>(ip - code)
+
+  Instr in;
+  goto* kDispatch[static_cast<uint8_t>(ip->op)];
+
+  // ---- Moves -----------------------------------------------------------------------
+  CASE(MOVE_I) R(in.a).i = R(in.b).i; NEXT;
+  CASE(MOVE_F) R(in.a).f = R(in.b).f; NEXT;
+  CASE(MOVE_O) SetObject(R(in.a), Py_XNewRef(R(in.b).o)); NEXT;
+  CASE(MOVE_U) R(in.a).u = R(in.b).u; NEXT;
+
+  // ---- Conversions -------------------------------------------------------------------
+  CASE(I2F) R(in.a).f = static_cast<double>(R(in.b).i); NEXT;
+  CASE(F2I) {
+    if (!FloatToInt(fn, PC, R(in.b).f, &R(in.a).i)) goto error;
+  }
+  NEXT;
+  CASE(TRUTH_I) R(in.a).i = R(in.b).i != 0; NEXT;
+  CASE(TRUTH_F) R(in.a).i = R(in.b).f != 0.0; NEXT;
+  CASE(TRUTH_O) {
+    int truth = PyObject_IsTrue(R(in.b).o);
+    if (truth < 0) goto error;
+    R(in.a).i = truth;
+  }
+  NEXT;
+  CASE(NOT) R(in.a).i = R(in.b).i == 0; NEXT;
+  CASE(BOX_I) {
+    PyObject* boxed = PyLong_FromLongLong(R(in.b).i);
+    if (boxed == nullptr) goto error;
+    SetObject(R(in.a), boxed);
+  }
+  NEXT;
+  CASE(BOX_B) SetObject(R(in.a), Py_NewRef(R(in.b).i ? Py_True : Py_False)); NEXT;
+  CASE(BOX_F) {
+    PyObject* boxed = PyFloat_FromDouble(R(in.b).f);
+    if (boxed == nullptr) goto error;
+    SetObject(R(in.a), boxed);
+  }
+  NEXT;
+  CASE(BOX_U) SetObject(R(in.a), Py_NewRef(R(in.b).u->owner)); NEXT;
+  CASE(UNBOX_I) {
+    if (!UnboxInt(R(in.b).o, &R(in.a).i)) goto error;
+  }
+  NEXT;
+  CASE(UNBOX_F) {
+    if (!UnboxFloat(R(in.b).o, &R(in.a).f)) goto error;
+  }
+  NEXT;
+  CASE(UNBOX_B) {
+    if (!UnboxBool(R(in.b).o, &R(in.a).i)) goto error;
+  }
+  NEXT;
+
+  // ---- Integer arithmetic --------------------------------------------------------------
+  CASE(ADD_I) {
+    if (__builtin_add_overflow(R(in.b).i, R(in.c).i, &R(in.a).i)) {
+      RaiseIntOverflow(fn, PC, "+");
+      goto error;
+    }
+  }
+  NEXT;
+  CASE(SUB_I) {
+    if (__builtin_sub_overflow(R(in.b).i, R(in.c).i, &R(in.a).i)) {
+      RaiseIntOverflow(fn, PC, "-");
+      goto error;
+    }
+  }
+  NEXT;
+  CASE(MUL_I) {
+    if (__builtin_mul_overflow(R(in.b).i, R(in.c).i, &R(in.a).i)) {
+      RaiseIntOverflow(fn, PC, "*");
+      goto error;
+    }
+  }
+  NEXT;
+  CASE(FLOORDIV_I) {
+    int64_t x = R(in.b).i, y = R(in.c).i;
+    if (y == 0) {
+      RaiseZeroDivision("integer division or modulo by zero");
+      goto error;
+    }
+    if (x == INT64_MIN && y == -1) {
+      RaiseIntOverflow(fn, PC, "//");
+      goto error;
+    }
+    FloorDivInt(x, y, &R(in.a).i);
+  }
+  NEXT;
+  CASE(MOD_I) {
+    int64_t y = R(in.c).i;
+    if (y == 0) {
+      RaiseZeroDivision("integer modulo by zero");
+      goto error;
+    }
+    R(in.a).i = ModInt(R(in.b).i, y);
+  }
+  NEXT;
+  CASE(POW_I) {
+    int64_t x = R(in.b).i, y = R(in.c).i;
+    if (y < 0) {
+      RaiseNegativePower(x);
+      goto error;
+    }
+    if (!PowInt(x, y, &R(in.a).i)) {
+      RaiseIntOverflow(fn, PC, "**");
+      goto error;
+    }
+  }
+  NEXT;
+  CASE(TRUEDIV_I) {
+    int64_t y = R(in.c).i;
+    if (y == 0) {
+      RaiseZeroDivision("division by zero");
+      goto error;
+    }
+    if (!TrueDivideInt(R(in.b).i, y, &R(in.a).f)) goto error;
+  }
+  NEXT;
+  CASE(AND_I) R(in.a).i = R(in.b).i & R(in.c).i; NEXT;
+  CASE(OR_I) R(in.a).i = R(in.b).i | R(in.c).i; NEXT;
+  CASE(XOR_I) R(in.a).i = R(in.b).i ^ R(in.c).i; NEXT;
+  CASE(SHL_I) {
+    int64_t y = R(in.c).i;
+    if (y < 0) {
+      RaiseValueError("negative shift count");
+      goto error;
+    }
+    if (!ShiftLeftInt(R(in.b).i, y, &R(in.a).i)) {
+      RaiseIntOverflow(fn, PC, "<<");
+      goto error;
+    }
+  }
+  NEXT;
+  CASE(SHR_I) {
+    int64_t y = R(in.c).i;
+    if (y < 0) {
+      RaiseValueError("negative shift count");
+      goto error;
+    }
+    R(in.a).i = ShiftRightInt(R(in.b).i, y);
+  }
+  NEXT;
+  CASE(MIN_I) {
+    int64_t x = R(in.b).i, y = R(in.c).i;
+    R(in.a).i = y < x ? y : x;
+  }
+  NEXT;
+  CASE(MAX_I) {
+    int64_t x = R(in.b).i, y = R(in.c).i;
+    R(in.a).i = y > x ? y : x;
+  }
+  NEXT;
+  CASE(NEG_I) {
+    if (R(in.b).i == INT64_MIN) {
+      RaiseIntOverflow(fn, PC, "unary -");
+      goto error;
+    }
+    R(in.a).i = -R(in.b).i;
+  }
+  NEXT;
+  CASE(INVERT_I) R(in.a).i = ~R(in.b).i; NEXT;
+  CASE(ABS_I) {
+    int64_t x = R(in.b).i;
+    if (x == INT64_MIN) {
+      RaiseIntOverflow(fn, PC, "abs()");
+      goto error;
+    }
+    R(in.a).i = x < 0 ? -x : x;
+  }
+  NEXT;
+
+  // ---- Float arithmetic ------------------------------------------------------------------
+  CASE(ADD_F) R(in.a).f = R(in.b).f + R(in.c).f; NEXT;
+  CASE(SUB_F) R(in.a).f = R(in.b).f - R(in.c).f; NEXT;
+  CASE(MUL_F) R(in.a).f = R(in.b).f * R(in.c).f; NEXT;
+  CASE(DIV_F) {
+    double y = R(in.c).f;
+    if (y == 0.0) {
+      RaiseZeroDivision("float division by zero");
+      goto error;
+    }
+    R(in.a).f = R(in.b).f / y;
+  }
+  NEXT;
+  CASE(FLOORDIV_F) {
+    double y = R(in.c).f;
+    if (y == 0.0) {
+      RaiseZeroDivision("float floor division by zero");
+      goto error;
+    }
+    R(in.a).f = FloorDivFloat(R(in.b).f, y);
+  }
+  NEXT;
+  CASE(MOD_F) {
+    double y = R(in.c).f;
+    if (y == 0.0) {
+      RaiseZeroDivision("float modulo");
+      goto error;
+    }
+    R(in.a).f = ModFloat(R(in.b).f, y);
+  }
+  NEXT;
+  CASE(POW_F) {
+    if (!PowFloat(R(in.b).f, R(in.c).f, &R(in.a).f)) goto error;
+  }
+  NEXT;
+  CASE(MIN_F) {
+    double x = R(in.b).f, y = R(in.c).f;
+    R(in.a).f = y < x ? y : x;
+  }
+  NEXT;
+  CASE(MAX_F) {
+    double x = R(in.b).f, y = R(in.c).f;
+    R(in.a).f = y > x ? y : x;
+  }
+  NEXT;
+  CASE(NEG_F) R(in.a).f = -R(in.b).f; NEXT;
+  CASE(ABS_F) R(in.a).f = std::fabs(R(in.b).f); NEXT;
+
+  // ---- Comparisons -----------------------------------------------------------------------
+  CASE(LT_I) R(in.a).i = R(in.b).i < R(in.c).i; NEXT;
+  CASE(LE_I) R(in.a).i = R(in.b).i <= R(in.c).i; NEXT;
+  CASE(EQ_I) R(in.a).i = R(in.b).i == R(in.c).i; NEXT;
+  CASE(NE_I) R(in.a).i = R(in.b).i != R(in.c).i; NEXT;
+  CASE(LT_F) R(in.a).i = R(in.b).f < R(in.c).f; NEXT;
+  CASE(LE_F) R(in.a).i = R(in.b).f <= R(in.c).f; NEXT;
+  CASE(EQ_F) R(in.a).i = R(in.b).f == R(in.c).f; NEXT;
+  CASE(NE_F) R(in.a).i = R(in.b).f != R(in.c).f; NEXT;
+  CASE(LT_FI) R(in.a).i = CompareFloatInt(R(in.b).f, R(in.c).i) == -1; NEXT;
+  CASE(LE_FI) {
+    int c = CompareFloatInt(R(in.b).f, R(in.c).i);
+    R(in.a).i = c == -1 || c == 0;
+  }
+  NEXT;
+  CASE(GT_FI) R(in.a).i = CompareFloatInt(R(in.b).f, R(in.c).i) == 1; NEXT;
+  CASE(GE_FI) {
+    int c = CompareFloatInt(R(in.b).f, R(in.c).i);
+    R(in.a).i = c == 1 || c == 0;
+  }
+  NEXT;
+  CASE(EQ_FI) R(in.a).i = CompareFloatInt(R(in.b).f, R(in.c).i) == 0; NEXT;
+  CASE(NE_FI) R(in.a).i = CompareFloatInt(R(in.b).f, R(in.c).i) != 0; NEXT;
+
+  // ---- Control flow ----------------------------------------------------------------------
+  CASE(JMP) JUMP_TO(in.d);
+  CASE(JT) if (R(in.a).i) JUMP_TO(in.d); NEXT;
+  CASE(JF) if (!R(in.a).i) JUMP_TO(in.d); NEXT;
+  CASE(LOOP) BACK_EDGE_TO(in.d);
+  CASE(JLT_I) if (R(in.a).i < R(in.b).i) JUMP_TO(in.d); NEXT;
+  CASE(JLE_I) if (R(in.a).i <= R(in.b).i) JUMP_TO(in.d); NEXT;
+  CASE(JEQ_I) if (R(in.a).i == R(in.b).i) JUMP_TO(in.d); NEXT;
+  CASE(JNE_I) if (R(in.a).i != R(in.b).i) JUMP_TO(in.d); NEXT;
+  CASE(JLT_F) if (R(in.a).f < R(in.b).f) JUMP_TO(in.d); NEXT;
+  CASE(JLE_F) if (R(in.a).f <= R(in.b).f) JUMP_TO(in.d); NEXT;
+  CASE(JEQ_F) if (R(in.a).f == R(in.b).f) JUMP_TO(in.d); NEXT;
+  CASE(JNE_F) if (R(in.a).f != R(in.b).f) JUMP_TO(in.d); NEXT;
+  CASE(JNLT_F) if (!(R(in.a).f < R(in.b).f)) JUMP_TO(in.d); NEXT;
+  CASE(JNLE_F) if (!(R(in.a).f <= R(in.b).f)) JUMP_TO(in.d); NEXT;
+  CASE(JLT_FI) if (CompareFloatInt(R(in.a).f, R(in.b).i) == -1) JUMP_TO(in.d); NEXT;
+  CASE(JLE_FI) {
+    int c = CompareFloatInt(R(in.a).f, R(in.b).i);
+    if (c == -1 || c == 0) JUMP_TO(in.d);
+  }
+  NEXT;
+  CASE(JGT_FI) if (CompareFloatInt(R(in.a).f, R(in.b).i) == 1) JUMP_TO(in.d); NEXT;
+  CASE(JGE_FI) {
+    int c = CompareFloatInt(R(in.a).f, R(in.b).i);
+    if (c == 1 || c == 0) JUMP_TO(in.d);
+  }
+  NEXT;
+  CASE(JNLT_FI) if (CompareFloatInt(R(in.a).f, R(in.b).i) != -1) JUMP_TO(in.d); NEXT;
+  CASE(JNLE_FI) {
+    int c = CompareFloatInt(R(in.a).f, R(in.b).i);
+    if (!(c == -1 || c == 0)) JUMP_TO(in.d);
+  }
+  NEXT;
+  CASE(JNGT_FI) if (CompareFloatInt(R(in.a).f, R(in.b).i) != 1) JUMP_TO(in.d); NEXT;
+  CASE(JNGE_FI) {
+    int c = CompareFloatInt(R(in.a).f, R(in.b).i);
+    if (!(c == 1 || c == 0)) JUMP_TO(in.d);
+  }
+  NEXT;
+
+  // ---- Range loops -----------------------------------------------------------------------
+  CASE(FORPREP) {
+    int64_t start = R(in.a).i, stop = R(in.b).i, step = R(in.c).i;
+    if (step == 0) {
+      RaiseValueError("range() arg 3 must not be zero");
+      goto error;
+    }
+    if (step > 0 ? start >= stop : start <= stop) JUMP_TO(in.d);
+  }
+  NEXT;
+  CASE(FORLOOP) {
+    int64_t step = R(in.c).i, next;
+    if (!__builtin_add_overflow(R(in.a).i, step, &next) &&
+        (step > 0 ? next < R(in.b).i : next > R(in.b).i)) {
+      R(in.a).i = next;
+      BACK_EDGE_TO(in.d);
+    }
+  }
+  NEXT;
+  CASE(FORLOOP_INC) {
+    int64_t next = R(in.a).i + 1;  // R[A] < R[B] <= INT64_MAX: no overflow
+    if (next < R(in.b).i) {
+      R(in.a).i = next;
+      BACK_EDGE_TO(in.d);
+    }
+  }
+  NEXT;
+
+  // ---- Buffers ---------------------------------------------------------------------------
+  CASE(LEN_U) R(in.a).i = R(in.b).u->length; NEXT;
+  CASE(LOAD_F64) {
+    const BufferView& view = *R(in.b).u;
+    int64_t index = R(in.c).i;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.c).i, false);
+      goto error;
+    }
+    R(in.a).f = reinterpret_cast<const double*>(view.data)[index];
+  }
+  NEXT;
+  CASE(LOAD_I64) {
+    const BufferView& view = *R(in.b).u;
+    int64_t index = R(in.c).i;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.c).i, false);
+      goto error;
+    }
+    R(in.a).i = reinterpret_cast<const int64_t*>(view.data)[index];
+  }
+  NEXT;
+  CASE(LOAD_F) {
+    const BufferView& view = *R(in.b).u;
+    int64_t index = R(in.c).i;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.c).i, false);
+      goto error;
+    }
+    R(in.a).f = LoadFloatElement(view, index);
+  }
+  NEXT;
+  CASE(LOAD_I) {
+    const BufferView& view = *R(in.b).u;
+    int64_t index = R(in.c).i;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.c).i, false);
+      goto error;
+    }
+    if (!LoadIntElement(view, index, &R(in.a).i)) goto error;
+  }
+  NEXT;
+  CASE(STORE_F64) {
+    const BufferView& view = *R(in.a).u;
+    int64_t index = R(in.b).i;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.b).i, true);
+      goto error;
+    }
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
+    reinterpret_cast<double*>(view.data)[index] = R(in.c).f;
+  }
+  NEXT;
+  CASE(STORE_I64) {
+    const BufferView& view = *R(in.a).u;
+    int64_t index = R(in.b).i;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.b).i, true);
+      goto error;
+    }
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
+    reinterpret_cast<int64_t*>(view.data)[index] = R(in.c).i;
+  }
+  NEXT;
+  CASE(STORE_F) {
+    const BufferView& view = *R(in.a).u;
+    int64_t index = R(in.b).i;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.b).i, true);
+      goto error;
+    }
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
+    StoreFloatElement(view, index, R(in.c).f);
+  }
+  NEXT;
+  CASE(STORE_I) {
+    const BufferView& view = *R(in.a).u;
+    int64_t index = R(in.b).i;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.b).i, true);
+      goto error;
+    }
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
+    if (!StoreIntElement(view, index, R(in.c).i)) goto error;
+  }
+  NEXT;
+  CASE(LOADX_F64) {
+    const BufferView& view = *R(in.b).u;
+    int64_t index;
+    if (__builtin_add_overflow(R(in.c).i, R(in.d).i, &index)) {
+      RaiseIntOverflow(fn, PC, "+");
+      goto error;
+    }
+    int64_t original = index;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, original, false);
+      goto error;
+    }
+    R(in.a).f = reinterpret_cast<const double*>(view.data)[index];
+  }
+  NEXT;
+  CASE(LOADX_I64) {
+    const BufferView& view = *R(in.b).u;
+    int64_t index;
+    if (__builtin_add_overflow(R(in.c).i, R(in.d).i, &index)) {
+      RaiseIntOverflow(fn, PC, "+");
+      goto error;
+    }
+    int64_t original = index;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, original, false);
+      goto error;
+    }
+    R(in.a).i = reinterpret_cast<const int64_t*>(view.data)[index];
+  }
+  NEXT;
+  CASE(STOREX_F64) {
+    const BufferView& view = *R(in.a).u;
+    int64_t index;
+    if (__builtin_add_overflow(R(in.b).i, R(in.c).i, &index)) {
+      RaiseIntOverflow(fn, PC, "+");
+      goto error;
+    }
+    int64_t original = index;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, original, true);
+      goto error;
+    }
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
+    reinterpret_cast<double*>(view.data)[index] = R(in.d).f;
+  }
+  NEXT;
+  CASE(STOREX_I64) {
+    const BufferView& view = *R(in.a).u;
+    int64_t index;
+    if (__builtin_add_overflow(R(in.b).i, R(in.c).i, &index)) {
+      RaiseIntOverflow(fn, PC, "+");
+      goto error;
+    }
+    int64_t original = index;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, original, true);
+      goto error;
+    }
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
+    reinterpret_cast<int64_t*>(view.data)[index] = R(in.d).i;
+  }
+  NEXT;
+
+  // ---- math ------------------------------------------------------------------------------
+  CASE(SQRT_F) {
+    double x = R(in.b).f;
+    if (x >= 0.0 && x != HUGE_VAL) {
+      R(in.a).f = std::sqrt(x);
+    } else if (!MathFloat(static_cast<int>(MathFn::SQRT), x, &R(in.a).f)) {
+      goto error;
+    }
+  }
+  NEXT;
+  CASE(MATH_F) {
+    if (!MathFloat(in.d, R(in.b).f, &R(in.a).f)) goto error;
+  }
+  NEXT;
+  CASE(MATH_FF) {
+    if (!MathFloat2(in.d, R(in.b).f, R(in.c).f, &R(in.a).f)) goto error;
+  }
+  NEXT;
+  CASE(MATH_FI) {
+    if (!MathToInt(fn, PC, in.d, R(in.b).f, &R(in.a).i)) goto error;
+  }
+  NEXT;
+  CASE(MATH_FB) R(in.a).i = MathToBool(in.d, R(in.b).f); NEXT;
+
+  // ---- Calls and returns -----------------------------------------------------------------
+  CASE(CALL_FN) {
+    const FunctionCode& callee = *fn.module->functions[in.d];
+    Value returned;
+    if (!CallTyped(callee, &R(in.b), &returned)) goto error;
+    if (KindOf(callee.result) == Kind::kObject) {
+      SetObject(R(in.a), returned.o);
+    } else {
+      R(in.a) = returned;
+    }
+  }
+  NEXT;
+  CASE(RET_I) {
+    result->i = R(in.a).i;
+    ok = true;
+    goto done;
+  }
+  CASE(RET_F) {
+    result->f = R(in.a).f;
+    ok = true;
+    goto done;
+  }
+  CASE(RET_O) {
+    result->o = Py_NewRef(R(in.a).o);
+    ok = true;
+    goto done;
+  }
+  CASE(RET_NONE) {
+    result->o = Py_NewRef(Py_None);
+    ok = true;
+    goto done;
+  }
+
+  // ---- Errors ----------------------------------------------------------------------------
+  CASE(RAISE) {
+    RaiseObject(R(in.a).o);
+    goto error;
+  }
+  CASE(ASSERT_FAIL) {
+    PyObject* message = R(in.a).o;
+    if (message == Py_None) PyErr_SetNone(PyExc_AssertionError);
+    else PyErr_SetObject(PyExc_AssertionError, message);
+    goto error;
+  }
+  CASE(CHECK_BOUND_I) {
+    if (R(in.a).i == 0) {
+      RaiseUnbound(fn.objects[in.d]);
+      goto error;
+    }
+  }
+  NEXT;
+  CASE(CHECK_BOUND_O) {
+    if (R(in.a).o == nullptr) {
+      RaiseUnbound(fn.objects[in.d]);
+      goto error;
+    }
+  }
+  NEXT;
+
+  // ---- Globals ---------------------------------------------------------------------------
+  CASE(LOAD_GLOBAL) {
+    PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), Py_NewRef(value));
+  }
+  NEXT;
+  CASE(STORE_GLOBAL) {
+    if (PyDict_SetItem(fn.module->globals, fn.objects[in.d], R(in.a).o) < 0) goto error;
+  }
+  NEXT;
+  CASE(LOAD_GLOBAL_I) {
+    PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
+    if (value == nullptr) goto error;
+    if (!PyLong_Check(value)) {
+      GlobalTypeError(fn.objects[in.d], "int", value);
+      goto error;
+    }
+    if (!UnboxInt(value, &R(in.a).i)) goto error;
+  }
+  NEXT;
+  CASE(LOAD_GLOBAL_F) {
+    PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
+    if (value == nullptr) goto error;
+    if (!PyFloat_Check(value) && !PyLong_Check(value)) {
+      GlobalTypeError(fn.objects[in.d], "float", value);
+      goto error;
+    }
+    if (!UnboxFloat(value, &R(in.a).f)) goto error;
+  }
+  NEXT;
+  CASE(LOAD_GLOBAL_B) {
+    PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
+    if (value == nullptr) goto error;
+    if (!PyBool_Check(value)) {
+      GlobalTypeError(fn.objects[in.d], "bool", value);
+      goto error;
+    }
+    R(in.a).i = value == Py_True;
+  }
+  NEXT;
+
+  // ---- Object mode ------------------------------------------------------------------------
+  CASE(LOAD_ATTR) {
+    PyObject* value = PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(STORE_ATTR) {
+    if (PyObject_SetAttr(R(in.a).o, fn.objects[in.d], R(in.b).o) < 0) goto error;
+  }
+  NEXT;
+  CASE(GETITEM) {
+    PyObject* value = PyObject_GetItem(R(in.b).o, R(in.c).o);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(SETITEM) {
+    if (PyObject_SetItem(R(in.a).o, R(in.b).o, R(in.c).o) < 0) goto error;
+  }
+  NEXT;
+  CASE(BINARY_O) {
+    PyObject* value = BinaryObjectOp(in.d, R(in.b).o, R(in.c).o);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(UNARY_O) {
+    PyObject* value = UnaryObject(in.d, R(in.b).o);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(COMPARE_O) {
+    PyObject* value = PyObject_RichCompare(R(in.b).o, R(in.c).o, in.d);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(IS_O) R(in.a).i = R(in.b).o == R(in.c).o; NEXT;
+  CASE(CONTAINS_O) {
+    int found = PySequence_Contains(R(in.c).o, R(in.b).o);
+    if (found < 0) goto error;
+    R(in.a).i = found;
+  }
+  NEXT;
+  CASE(CALL_O) {
+    PyObject* value = PyObject_Vectorcall(R(in.b).o, reinterpret_cast<PyObject* const*>(&R(in.b + 1)),
+                                          in.c, nullptr);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(CALL_KW) {
+    PyObject* kwnames = fn.objects[in.d];
+    PyObject* value = PyObject_Vectorcall(R(in.b).o, reinterpret_cast<PyObject* const*>(&R(in.b + 1)),
+                                          in.c - PyTuple_GET_SIZE(kwnames), kwnames);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(CALL_METHOD) {
+    PyObject* value = PyObject_VectorcallMethod(fn.objects[in.d], reinterpret_cast<PyObject* const*>(&R(in.b)),
+                                                in.c, nullptr);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(BUILD_LIST) goto build_span;
+  CASE(BUILD_TUPLE) goto build_span;
+  CASE(BUILD_SET) goto build_span;
+  CASE(BUILD_DICT) goto build_span;
+  CASE(BUILD_SLICE) goto build_span;
+  CASE(BUILD_STRING) goto build_span;
+build_span : {
+  PyObject* value = BuildSpan(in.op, regs, in.b, in.c);
+  if (value == nullptr) goto error;
+  SetObject(R(in.a), value);
+}
+  NEXT;
+  CASE(FORMAT) {
+    PyObject* value = FormatObject(R(in.b).o, in.c, nullptr);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(FORMAT_SPEC) {
+    PyObject* value = FormatObject(R(in.b).o, in.c, R(in.d).o);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(GET_ITER) {
+    PyObject* value = PyObject_GetIter(R(in.b).o);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(FOR_ITER) {
+    PyObject* value = PyIter_Next(R(in.b).o);
+    if (value == nullptr) {
+      if (PyErr_Occurred()) goto error;
+      JUMP_TO(in.d);
+    }
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+  CASE(UNPACK) {
+    PyObject* items[kMaxRegisters];
+    if (!UnpackObject(R(in.b).o, in.c, items)) goto error;
+    for (int i = 0; i < in.c; ++i) SetObject(R(in.a + i), items[i]);
+  }
+  NEXT;
+  CASE(IMPORT) {
+    PyObject* value = PyImport_ImportModuleLevelObject(fn.objects[in.d], fn.module->globals, nullptr,
+                                                       nullptr, 0);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT;
+
+error:
+  AddTraceback(fn, PC);
+  ok = false;
+
+done:
+  for (uint8_t reg : fn.object_params) Py_XDECREF(regs[reg].o);
+  for (uint8_t reg : fn.owned_objects) Py_XDECREF(regs[reg].o);
+  return ok;
+
+#undef R
+#undef CASE
+#undef NEXT
+#undef JUMP_TO
+#undef BACK_EDGE_TO
+#undef PC
+}
+
+}  // namespace ppy

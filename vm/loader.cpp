@@ -1,0 +1,48 @@
+#include "vm/loader.h"
+
+#include <cstring>
+
+#include "vm/runtime.h"
+
+namespace ppy {
+
+absl::Status PrepareModule(ModuleCode& module, PyObject* globals) {
+  PyObject* builtins = PyDict_GetItemString(globals, "__builtins__");
+  if (builtins == nullptr) builtins = PyEval_GetBuiltins();
+  if (PyModule_Check(builtins)) builtins = PyModule_GetDict(builtins);
+  Py_XSETREF(module.globals, Py_NewRef(globals));
+  Py_XSETREF(module.builtins, Py_NewRef(builtins));
+
+  for (auto& fn : module.functions) {
+    fn->module = &module;
+    fn->initial_constants.clear();
+    for (const ConstantValue& constant : fn->constants) {
+      uint64_t bits = static_cast<uint64_t>(constant.bits);
+      if (constant.kind == Kind::kObject) {
+        PyObject* object = fn->objects[constant.bits];
+        std::memcpy(&bits, &object, sizeof object);
+      }
+      fn->initial_constants.push_back(bits);
+    }
+    fn->object_params.clear();
+    fn->owned_objects.clear();
+    fn->num_buffer_params = 0;
+    for (int reg = 0; reg < fn->num_registers(); ++reg) {
+      Kind kind = fn->registers[reg].kind;
+      if (reg < fn->num_params()) {
+        if (kind == Kind::kObject) fn->object_params.push_back(static_cast<uint8_t>(reg));
+        if (kind == Kind::kBuffer) ++fn->num_buffer_params;
+      } else if (kind == Kind::kObject && !fn->IsConstantRegister(reg)) {
+        fn->owned_objects.push_back(static_cast<uint8_t>(reg));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ReleaseModule(ModuleCode& module) {
+  Py_CLEAR(module.globals);
+  Py_CLEAR(module.builtins);
+}
+
+}  // namespace ppy

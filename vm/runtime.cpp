@@ -1,0 +1,584 @@
+// The runtime's slow paths: errors with CPython's messages, buffers, boxing.
+
+#include "vm/runtime.h"
+
+#include <cstring>
+#include <string>
+
+#include "vm/math_table.h"
+
+namespace ppy {
+
+// ---- Element types ---------------------------------------------------------------------
+
+const ElemInfo& InfoOf(ElemType elem) {
+  static const ElemInfo kInfo[kElemTypeCount] = {
+      {"none", 0, false, false},
+#define PPY_ELEM_INFO(id, name, size, is_float, is_signed) {name, size, is_float, is_signed},
+      PPY_ELEM_TYPES(PPY_ELEM_INFO)
+#undef PPY_ELEM_INFO
+  };
+  return kInfo[static_cast<int>(elem)];
+}
+
+FunctionCode::~FunctionCode() {
+  if (objects.empty() || !Py_IsInitialized()) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  for (PyObject* object : objects) Py_XDECREF(object);
+  PyGILState_Release(gil);
+}
+
+// ---- Errors ------------------------------------------------------------------------------
+
+bool RaiseIntOverflow(const FunctionCode& fn, int pc, const char* what) {
+  int line = (pc >= 0 && pc < static_cast<int>(fn.lines.size())) ? fn.lines[pc] : fn.first_line;
+  PyErr_Format(PyExc_OverflowError,
+               "%s:%d: int result of %s does not fit in 64 bits (Python ints are unbounded, "
+               "ppy's are 64-bit)",
+               fn.module ? fn.module->filename.c_str() : "<ppy>", line, what);
+  return false;
+}
+
+bool RaiseZeroDivision(const char* message) {
+  PyErr_SetString(PyExc_ZeroDivisionError, message);
+  return false;
+}
+
+bool RaiseValueError(const char* message) {
+  PyErr_SetString(PyExc_ValueError, message);
+  return false;
+}
+
+bool RaiseIndexError(const BufferView& view, int64_t index, bool store) {
+  switch (view.exporter) {
+    case Exporter::kArray:
+      PyErr_SetString(PyExc_IndexError, store ? "array assignment index out of range" : "array index out of range");
+      break;
+    case Exporter::kNumpy:
+      PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis 0 with size %lld",
+                   static_cast<long long>(index), static_cast<long long>(view.length));
+      break;
+    case Exporter::kTorch:
+      PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for dimension 0 with size %lld",
+                   static_cast<long long>(index), static_cast<long long>(view.length));
+      break;
+    case Exporter::kBytearray:
+      PyErr_SetString(PyExc_IndexError, "bytearray index out of range");
+      break;
+    case Exporter::kBytes:
+      PyErr_SetString(PyExc_IndexError, "index out of range");
+      break;
+    case Exporter::kMemoryview:
+    case Exporter::kOther:
+      PyErr_SetString(PyExc_IndexError, "index out of bounds on dimension 1");
+      break;
+  }
+  return false;
+}
+
+bool RaiseReadOnly(const BufferView& view) {
+  switch (view.exporter) {
+    case Exporter::kNumpy:
+      PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
+      break;
+    case Exporter::kBytes:
+      PyErr_SetString(PyExc_TypeError, "'bytes' object does not support item assignment");
+      break;
+    default:
+      PyErr_SetString(PyExc_TypeError, "cannot modify read-only memory");
+      break;
+  }
+  return false;
+}
+
+namespace {
+
+// array.array's messages for a value outside its element type.
+const char* ArrayRangeMessage(ElemType elem, bool too_big) {
+  switch (elem) {
+    case ElemType::kI8: return too_big ? "signed char is greater than maximum" : "signed char is less than minimum";
+    case ElemType::kU8:
+      return too_big ? "unsigned byte integer is greater than maximum" : "unsigned byte integer is less than minimum";
+    case ElemType::kI16:
+      return too_big ? "signed short integer is greater than maximum" : "signed short integer is less than minimum";
+    case ElemType::kU16: return too_big ? "unsigned short is greater than maximum" : "unsigned short is less than minimum";
+    case ElemType::kI32:
+      return too_big ? "signed integer is greater than maximum" : "signed integer is less than minimum";
+    case ElemType::kU32: return too_big ? "unsigned int is greater than maximum" : "can't convert negative value to unsigned int";
+    case ElemType::kU64: return "can't convert negative int to unsigned";
+    default: return "int too big to convert";
+  }
+}
+
+const char* NumpyTypeName(ElemType elem) {
+  switch (elem) {
+    case ElemType::kI8: return "int8";
+    case ElemType::kU8: return "uint8";
+    case ElemType::kI16: return "int16";
+    case ElemType::kU16: return "uint16";
+    case ElemType::kI32: return "int32";
+    case ElemType::kU32: return "uint32";
+    case ElemType::kI64: return "int64";
+    default: return "uint64";
+  }
+}
+
+}  // namespace
+
+bool RaiseElementOverflow(const BufferView& view, int64_t value) {
+  switch (view.exporter) {
+    case Exporter::kArray:
+      PyErr_SetString(PyExc_OverflowError, ArrayRangeMessage(view.elem, value > 0));
+      break;
+    case Exporter::kNumpy:
+      PyErr_Format(PyExc_OverflowError, "Python integer %lld out of bounds for %s", static_cast<long long>(value),
+                   NumpyTypeName(view.elem));
+      break;
+    case Exporter::kBytearray:
+      PyErr_SetString(PyExc_ValueError, "byte must be in range(0, 256)");
+      break;
+    default: {
+      const char* format = view.elem == ElemType::kU8 ? "B" : NumpyTypeName(view.elem);
+      PyErr_Format(PyExc_ValueError, "memoryview: invalid value for format '%s'", format);
+      break;
+    }
+  }
+  return false;
+}
+
+bool RaiseUnbound(PyObject* name) {
+  PyErr_Format(PyExc_UnboundLocalError, "cannot access local variable '%U' where it is not associated with a value",
+               name);
+  return false;
+}
+
+bool RaiseNegativePower(int64_t base) {
+  if (base == 0) {
+    PyErr_SetString(PyExc_ZeroDivisionError, "0.0 cannot be raised to a negative power");
+  } else {
+    PyErr_SetString(PyExc_ValueError,
+                    "int ** negative int is a float in Python; typed code needs float(x) ** y");
+  }
+  return false;
+}
+
+bool FloatToIntSlow(const FunctionCode& fn, int pc, double x, int64_t* out) {
+  if (std::isnan(x)) return RaiseValueError("cannot convert float NaN to integer");
+  if (std::isinf(x)) {
+    PyErr_SetString(PyExc_OverflowError, "cannot convert float infinity to integer");
+    return false;
+  }
+  if (x == -9223372036854775808.0) {
+    *out = INT64_MIN;
+    return true;
+  }
+  return RaiseIntOverflow(fn, pc, "int()");
+}
+
+bool TrueDivideSlow(int64_t x, int64_t y, double* out) {
+  PyObject* left = PyLong_FromLongLong(x);
+  PyObject* right = PyLong_FromLongLong(y);
+  PyObject* quotient = (left && right) ? PyNumber_TrueDivide(left, right) : nullptr;
+  Py_XDECREF(left);
+  Py_XDECREF(right);
+  if (quotient == nullptr) return false;
+  *out = PyFloat_AsDouble(quotient);
+  Py_DECREF(quotient);
+  return !PyErr_Occurred();
+}
+
+bool PowFloatSlow(double x, double y, double* out) {
+  PyObject* left = PyFloat_FromDouble(x);
+  PyObject* right = PyFloat_FromDouble(y);
+  PyObject* power = (left && right) ? PyNumber_Power(left, right, Py_None) : nullptr;
+  Py_XDECREF(left);
+  Py_XDECREF(right);
+  if (power == nullptr) return false;
+  if (!PyFloat_Check(power)) {
+    Py_DECREF(power);
+    return RaiseValueError("a negative float to a fractional power is a complex number in Python; "
+                           "typed code has no complex type");
+  }
+  *out = PyFloat_AS_DOUBLE(power);
+  Py_DECREF(power);
+  return true;
+}
+
+bool MathSlow(int fn, double x, double y, double* out) {
+  static PyObject* math_module = nullptr;
+  if (math_module == nullptr) {
+    math_module = PyImport_ImportModule("math");
+    if (math_module == nullptr) return false;
+  }
+  const MathInfo& info = kMathInfo[fn];
+  PyObject* function = PyObject_GetAttrString(math_module, info.name);
+  if (function == nullptr) return false;
+  PyObject* result;
+  if (info.shape == MathShape::FF) {
+    PyObject* a = PyFloat_FromDouble(x);
+    PyObject* b = PyFloat_FromDouble(y);
+    result = (a && b) ? PyObject_CallFunctionObjArgs(function, a, b, nullptr) : nullptr;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+  } else {
+    PyObject* a = PyFloat_FromDouble(x);
+    result = a ? PyObject_CallOneArg(function, a) : nullptr;
+    Py_XDECREF(a);
+  }
+  Py_DECREF(function);
+  if (result == nullptr) return false;
+  *out = PyFloat_AsDouble(result);
+  Py_DECREF(result);
+  return !PyErr_Occurred();
+}
+
+// ---- Buffers --------------------------------------------------------------------------------
+
+bool ReadU64Slow(const BufferView& view, int64_t index, int64_t* out) {
+  uint64_t value;
+  std::memcpy(&value, view.data + index * 8, 8);
+  if (value > static_cast<uint64_t>(INT64_MAX)) {
+    PyErr_Format(PyExc_OverflowError, "u64 element %llu does not fit in a 64-bit int",
+                 static_cast<unsigned long long>(value));
+    return false;
+  }
+  *out = static_cast<int64_t>(value);
+  return true;
+}
+
+bool LoadIntElement(const BufferView& view, int64_t index, int64_t* out) {
+  const char* p = view.data;
+  switch (view.elem) {
+    case ElemType::kI64: *out = reinterpret_cast<const int64_t*>(p)[index]; return true;
+    case ElemType::kI32: *out = reinterpret_cast<const int32_t*>(p)[index]; return true;
+    case ElemType::kI16: *out = reinterpret_cast<const int16_t*>(p)[index]; return true;
+    case ElemType::kI8: *out = reinterpret_cast<const int8_t*>(p)[index]; return true;
+    case ElemType::kU32: *out = reinterpret_cast<const uint32_t*>(p)[index]; return true;
+    case ElemType::kU16: *out = reinterpret_cast<const uint16_t*>(p)[index]; return true;
+    case ElemType::kU8: *out = reinterpret_cast<const uint8_t*>(p)[index]; return true;
+    case ElemType::kU64: return ReadU64Slow(view, index, out);
+    default: return false;
+  }
+}
+
+bool StoreIntElement(const BufferView& view, int64_t index, int64_t value) {
+  char* p = view.data;
+  auto fits = [&](int64_t low, int64_t high) { return value >= low && value <= high; };
+  switch (view.elem) {
+    case ElemType::kI64: reinterpret_cast<int64_t*>(p)[index] = value; return true;
+    case ElemType::kU64:
+      if (value < 0) return RaiseElementOverflow(view, value);
+      reinterpret_cast<uint64_t*>(p)[index] = static_cast<uint64_t>(value);
+      return true;
+    case ElemType::kI32:
+      if (!fits(INT32_MIN, INT32_MAX)) return RaiseElementOverflow(view, value);
+      reinterpret_cast<int32_t*>(p)[index] = static_cast<int32_t>(value);
+      return true;
+    case ElemType::kU32:
+      if (!fits(0, UINT32_MAX)) return RaiseElementOverflow(view, value);
+      reinterpret_cast<uint32_t*>(p)[index] = static_cast<uint32_t>(value);
+      return true;
+    case ElemType::kI16:
+      if (!fits(INT16_MIN, INT16_MAX)) return RaiseElementOverflow(view, value);
+      reinterpret_cast<int16_t*>(p)[index] = static_cast<int16_t>(value);
+      return true;
+    case ElemType::kU16:
+      if (!fits(0, UINT16_MAX)) return RaiseElementOverflow(view, value);
+      reinterpret_cast<uint16_t*>(p)[index] = static_cast<uint16_t>(value);
+      return true;
+    case ElemType::kI8:
+      if (!fits(INT8_MIN, INT8_MAX)) return RaiseElementOverflow(view, value);
+      reinterpret_cast<int8_t*>(p)[index] = static_cast<int8_t>(value);
+      return true;
+    case ElemType::kU8:
+      if (!fits(0, UINT8_MAX)) return RaiseElementOverflow(view, value);
+      reinterpret_cast<uint8_t*>(p)[index] = static_cast<uint8_t>(value);
+      return true;
+    default: return false;
+  }
+}
+
+double LoadFloatElement(const BufferView& view, int64_t index) {
+  if (view.elem == ElemType::kF32) return reinterpret_cast<const float*>(view.data)[index];
+  return reinterpret_cast<const double*>(view.data)[index];
+}
+
+void StoreFloatElement(const BufferView& view, int64_t index, double value) {
+  if (view.elem == ElemType::kF32) {
+    reinterpret_cast<float*>(view.data)[index] = static_cast<float>(value);
+  } else {
+    reinterpret_cast<double*>(view.data)[index] = value;
+  }
+}
+
+namespace {
+
+Exporter ExporterOf(PyObject* obj) {
+  if (PyMemoryView_Check(obj)) return Exporter::kMemoryview;
+  if (PyByteArray_Check(obj)) return Exporter::kBytearray;
+  if (PyBytes_Check(obj)) return Exporter::kBytes;
+  const char* name = Py_TYPE(obj)->tp_name;
+  if (std::strcmp(name, "array.array") == 0) return Exporter::kArray;
+  if (std::strcmp(name, "numpy.ndarray") == 0) return Exporter::kNumpy;
+  return Exporter::kOther;
+}
+
+// The element type a struct-module format describes, for native or
+// little-endian byte order on this machine. kNone for anything else.
+ElemType ElemTypeOfFormat(const char* format, Py_ssize_t itemsize) {
+  if (format == nullptr) return itemsize == 1 ? ElemType::kU8 : ElemType::kNone;
+  if (*format == '@' || *format == '=' || *format == '<') ++format;
+  if (format[0] == '\0' || format[1] != '\0') return ElemType::kNone;
+  switch (format[0]) {
+    case 'd': return itemsize == 8 ? ElemType::kF64 : ElemType::kNone;
+    case 'f': return itemsize == 4 ? ElemType::kF32 : ElemType::kNone;
+    case 'b': return ElemType::kI8;
+    case 'B': return ElemType::kU8;
+    case 'c': return ElemType::kU8;
+    case 'h': return ElemType::kI16;
+    case 'H': return ElemType::kU16;
+    case 'i':
+    case 'l':
+    case 'q':
+    case 'n':
+      return itemsize == 8 ? ElemType::kI64 : itemsize == 4 ? ElemType::kI32 : ElemType::kNone;
+    case 'I':
+    case 'L':
+    case 'Q':
+    case 'N':
+      return itemsize == 8 ? ElemType::kU64 : itemsize == 4 ? ElemType::kU32 : ElemType::kNone;
+    default: return ElemType::kNone;
+  }
+}
+
+// "Buffer[f64]" as the user wrote it.
+std::string AnnotationOf(ElemType elem) {
+  switch (elem) {
+    case ElemType::kF64: return "Buffer[float] (format 'd')";
+    case ElemType::kI64: return "Buffer[int] (format 'q')";
+    default: return std::string("Buffer[") + InfoOf(elem).name + "]";
+  }
+}
+
+bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& param, BufferView* view);
+
+}  // namespace
+
+bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py_buffer* raw, BufferView* view) {
+  raw->obj = nullptr;
+  if (!PyObject_CheckBuffer(obj)) {
+    const char* type_name = Py_TYPE(obj)->tp_name;
+    if (std::strcmp(type_name, "Tensor") == 0 || std::strcmp(type_name, "Parameter") == 0) {
+      return AcquireTorchTensor(obj, fn, param, view);
+    }
+    PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be %s, not %.200s (it has no buffer interface)",
+                 fn.name.c_str(), param.name.c_str(), AnnotationOf(param.elem).c_str(), type_name);
+    return false;
+  }
+  int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS;
+  bool readonly = false;
+  if (PyObject_GetBuffer(obj, raw, flags | (param.writes ? PyBUF_WRITABLE : 0)) < 0) {
+    if (!param.writes) return false;
+    // A read-only exporter is accepted; a store into it raises, as in CPython.
+    PyErr_Clear();
+    if (PyObject_GetBuffer(obj, raw, flags) < 0) return false;
+    readonly = true;
+  }
+  ElemType elem = ElemTypeOfFormat(raw->format, raw->itemsize);
+  if (raw->ndim != 1 || elem != param.elem) {
+    if (raw->ndim != 1) {
+      PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be a one-dimensional %s, got %d dimensions",
+                   fn.name.c_str(), param.name.c_str(), AnnotationOf(param.elem).c_str(), raw->ndim);
+    } else {
+      PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be %s, got a buffer of format '%s' (itemsize %zd)",
+                   fn.name.c_str(), param.name.c_str(), AnnotationOf(param.elem).c_str(),
+                   raw->format ? raw->format : "B", raw->itemsize);
+    }
+    PyBuffer_Release(raw);
+    raw->obj = nullptr;
+    return false;
+  }
+  view->data = static_cast<char*>(raw->buf);
+  view->length = raw->shape ? raw->shape[0] : raw->len / raw->itemsize;
+  view->elem = elem;
+  view->exporter = ExporterOf(obj);
+  view->readonly = readonly || raw->readonly;
+  view->owner = obj;
+  return true;
+}
+
+namespace {
+
+// A CPU torch tensor has no buffer interface; its storage is described by
+// data_ptr(), numel() and dtype, read through the tensor's own methods so that
+// ppy never links against torch.
+bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& param, BufferView* view) {
+  auto fail = [&](const char* why) {
+    if (!PyErr_Occurred()) {
+      PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be %s: the tensor %s", fn.name.c_str(),
+                   param.name.c_str(), AnnotationOf(param.elem).c_str(), why);
+    }
+    return false;
+  };
+  PyObject* device = PyObject_GetAttrString(obj, "device");
+  if (device == nullptr) return false;
+  PyObject* device_type = PyObject_GetAttrString(device, "type");
+  Py_DECREF(device);
+  if (device_type == nullptr) return false;
+  bool on_cpu = PyUnicode_Check(device_type) && PyUnicode_CompareWithASCIIString(device_type, "cpu") == 0;
+  Py_DECREF(device_type);
+  if (!on_cpu) return fail("is not on the CPU");
+  PyObject* contiguous = PyObject_CallMethod(obj, "is_contiguous", nullptr);
+  if (contiguous == nullptr) return false;
+  int is_contiguous = PyObject_IsTrue(contiguous);
+  Py_DECREF(contiguous);
+  if (is_contiguous != 1) return fail("is not contiguous");
+  PyObject* dim = PyObject_CallMethod(obj, "dim", nullptr);
+  if (dim == nullptr) return false;
+  long ndim = PyLong_AsLong(dim);
+  Py_DECREF(dim);
+  if (ndim != 1) return fail("is not one-dimensional");
+  PyObject* dtype = PyObject_GetAttrString(obj, "dtype");
+  if (dtype == nullptr) return false;
+  PyObject* dtype_name = PyObject_Str(dtype);
+  Py_DECREF(dtype);
+  if (dtype_name == nullptr) return false;
+  const char* name = PyUnicode_AsUTF8(dtype_name);
+  static const struct {
+    const char* torch_name;
+    ElemType elem;
+  } kTorchTypes[] = {{"torch.float64", ElemType::kF64}, {"torch.float32", ElemType::kF32},
+                     {"torch.int64", ElemType::kI64},   {"torch.int32", ElemType::kI32},
+                     {"torch.int16", ElemType::kI16},   {"torch.int8", ElemType::kI8},
+                     {"torch.uint8", ElemType::kU8}};
+  ElemType elem = ElemType::kNone;
+  for (const auto& entry : kTorchTypes) {
+    if (name != nullptr && std::strcmp(name, entry.torch_name) == 0) elem = entry.elem;
+  }
+  Py_DECREF(dtype_name);
+  if (elem != param.elem) return fail("has the wrong dtype");
+  PyObject* pointer = PyObject_CallMethod(obj, "data_ptr", nullptr);
+  if (pointer == nullptr) return false;
+  void* data = PyLong_AsVoidPtr(pointer);
+  Py_DECREF(pointer);
+  PyObject* numel = PyObject_CallMethod(obj, "numel", nullptr);
+  if (numel == nullptr) return false;
+  long long length = PyLong_AsLongLong(numel);
+  Py_DECREF(numel);
+  if (PyErr_Occurred()) return false;
+  view->data = static_cast<char*>(data);
+  view->length = length;
+  view->elem = elem;
+  view->exporter = Exporter::kTorch;
+  view->readonly = false;
+  view->owner = obj;
+  return true;
+}
+
+}  // namespace
+
+// ---- Boxing ---------------------------------------------------------------------------------
+
+PyObject* BoxValue(ValueType type, Value value) {
+  switch (type) {
+    case ValueType::kInt: return PyLong_FromLongLong(value.i);
+    case ValueType::kFloat: return PyFloat_FromDouble(value.f);
+    case ValueType::kBool: return Py_NewRef(value.i ? Py_True : Py_False);
+    case ValueType::kNone:
+    case ValueType::kObject: return value.o;  // already an owned reference
+    case ValueType::kBuffer: break;
+  }
+  PyErr_SetString(PyExc_SystemError, "ppy: a buffer cannot be returned");
+  return nullptr;
+}
+
+bool UnboxInt(PyObject* obj, int64_t* out) {
+  PyObject* index = PyNumber_Index(obj);
+  if (index == nullptr) return false;
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(index, &overflow);
+  Py_DECREF(index);
+  if (overflow != 0) {
+    PyErr_SetString(PyExc_OverflowError,
+                    "int value does not fit in 64 bits (Python ints are unbounded, ppy's are 64-bit)");
+    return false;
+  }
+  if (value == -1 && PyErr_Occurred()) return false;
+  *out = value;
+  return true;
+}
+
+bool UnboxFloat(PyObject* obj, double* out) {
+  if (PyFloat_CheckExact(obj)) {
+    *out = PyFloat_AS_DOUBLE(obj);
+    return true;
+  }
+  if (PyUnicode_Check(obj) || PyBytes_Check(obj)) {
+    PyErr_Format(PyExc_TypeError, "must be real number, not %.200s", Py_TYPE(obj)->tp_name);
+    return false;
+  }
+  double value = PyFloat_AsDouble(obj);
+  if (value == -1.0 && PyErr_Occurred()) return false;
+  *out = value;
+  return true;
+}
+
+bool UnboxBool(PyObject* obj, int64_t* out) {
+  if (obj == Py_True || obj == Py_False) {
+    *out = obj == Py_True;
+    return true;
+  }
+  PyErr_Format(PyExc_TypeError, "expected a bool, got %.200s", Py_TYPE(obj)->tp_name);
+  return false;
+}
+
+bool UnboxArgument(PyObject* obj, const FunctionCode& fn, const Param& param, Value* out) {
+  const char* expected = nullptr;
+  switch (param.type) {
+    case ValueType::kInt:
+      if (PyLong_Check(obj) || (!PyFloat_Check(obj) && PyIndex_Check(obj))) {
+        if (UnboxInt(obj, &out->i)) return true;
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return false;
+        PyErr_Clear();
+        PyErr_Format(PyExc_OverflowError, "%s() argument '%s' does not fit in 64 bits", fn.name.c_str(),
+                     param.name.c_str());
+        return false;
+      }
+      expected = "int";
+      break;
+    case ValueType::kFloat:
+      if (PyFloat_Check(obj) || PyLong_Check(obj) ||
+          (!PyUnicode_Check(obj) && Py_TYPE(obj)->tp_as_number != nullptr &&
+           Py_TYPE(obj)->tp_as_number->nb_float != nullptr)) {
+        return UnboxFloat(obj, &out->f);
+      }
+      expected = "float";
+      break;
+    case ValueType::kBool:
+      if (PyBool_Check(obj)) {
+        out->i = obj == Py_True;
+        return true;
+      }
+      if (PyLong_CheckExact(obj)) {
+        int64_t value;
+        if (UnboxInt(obj, &value) && (value == 0 || value == 1)) {
+          out->i = value;
+          return true;
+        }
+        PyErr_Clear();
+      }
+      expected = "bool";
+      break;
+    case ValueType::kNone:
+    case ValueType::kObject:
+      out->o = obj;
+      return true;
+    case ValueType::kBuffer:
+      break;
+  }
+  PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be %s, not %.200s", fn.name.c_str(), param.name.c_str(),
+               expected ? expected : "a buffer", Py_TYPE(obj)->tp_name);
+  return false;
+}
+
+}  // namespace ppy

@@ -1,0 +1,234 @@
+// The VM's runtime: register values, borrowed buffers, Python's numeric
+// semantics on 64-bit ints and doubles, and the errors they raise.
+//
+// Every helper here has one meaning shared by the interpreter and the JIT: the
+// interpreter inlines the fast paths, the JIT calls the same functions through
+// its helper table. Fast paths are inline; anything that raises is out of line
+// and marked cold.
+#pragma once
+
+#include <Python.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "vm/code.h"
+
+namespace ppy {
+
+struct BufferView;
+
+// One register. Its kind is fixed per function (see FunctionCode::registers).
+union Value {
+  int64_t i;
+  double f;
+  PyObject* o;
+  BufferView* u;
+};
+static_assert(sizeof(Value) == 8);
+static_assert(sizeof(PyObject*) == sizeof(Value), "object spans are passed to the C API as arrays");
+
+// Which object exported a buffer: its IndexError and overflow messages are the
+// exporter's own, so that ppy raises what the same code under CPython raises.
+enum class Exporter : uint8_t { kOther, kArray, kNumpy, kMemoryview, kBytearray, kBytes, kTorch };
+
+// A borrowed, C-contiguous, one-dimensional view, valid for one call from Python.
+struct BufferView {
+  char* data = nullptr;
+  int64_t length = 0;
+  ElemType elem = ElemType::kNone;
+  Exporter exporter = Exporter::kOther;
+  bool readonly = false;
+  PyObject* owner = nullptr;  // borrowed, for messages
+};
+
+// ---- Errors ---------------------------------------------------------------------
+// Each Raise* sets a Python exception and returns false, so that a caller can
+// write `return RaiseX(...)`.
+
+[[gnu::cold]] bool RaiseIntOverflow(const FunctionCode& fn, int pc, const char* what);
+[[gnu::cold]] bool RaiseZeroDivision(const char* message);
+[[gnu::cold]] bool RaiseValueError(const char* message);
+[[gnu::cold]] bool RaiseIndexError(const BufferView& view, int64_t index, bool store);
+[[gnu::cold]] bool RaiseReadOnly(const BufferView& view);
+[[gnu::cold]] bool RaiseElementOverflow(const BufferView& view, int64_t value);
+[[gnu::cold]] bool RaiseUnbound(PyObject* name);
+[[gnu::cold]] bool RaiseNegativePower(int64_t base);
+// Converts a float to an int as int() does; false with the exception set.
+[[gnu::cold]] bool FloatToIntSlow(const FunctionCode& fn, int pc, double x, int64_t* out);
+// x / y for ints beyond 2**53, through CPython's correctly rounded division.
+[[gnu::cold]] bool TrueDivideSlow(int64_t x, int64_t y, double* out);
+// x ** y for floats CPython handles specially (non-positive bases, non-finite
+// operands, overflow); raises what CPython raises, and ValueError for a complex result.
+[[gnu::cold]] bool PowFloatSlow(double x, double y, double* out);
+// A math function through CPython's math module: the slow path of MATH_*.
+[[gnu::cold]] bool MathSlow(int fn, double x, double y, double* out);
+// Reads an element of a u64 buffer that may not fit in an int64.
+[[gnu::cold]] bool ReadU64Slow(const BufferView& view, int64_t index, int64_t* out);
+
+// ---- Integer semantics ------------------------------------------------------------
+
+inline bool FloorDivInt(int64_t x, int64_t y, int64_t* out) {
+  // The caller handles y == 0 and the one overflow, INT64_MIN // -1.
+  int64_t q = x / y;
+  if ((x % y != 0) && ((x < 0) != (y < 0))) q -= 1;
+  *out = q;
+  return true;
+}
+
+inline int64_t ModInt(int64_t x, int64_t y) {
+  // y != 0. INT64_MIN % -1 traps in C; its Python value is 0.
+  if (y == -1) return 0;
+  int64_t r = x % y;
+  if (r != 0 && ((r < 0) != (y < 0))) r += y;
+  return r;
+}
+
+// x ** y for y >= 0; false on overflow.
+inline bool PowInt(int64_t x, int64_t y, int64_t* out) {
+  int64_t result = 1;
+  int64_t base = x;
+  while (y > 0) {
+    if (y & 1) {
+      if (__builtin_mul_overflow(result, base, &result)) return false;
+    }
+    y >>= 1;
+    // A square still needed overflows only when the final result would, since
+    // |base| >= 2 from then on multiplies into it.
+    if (y > 0 && __builtin_mul_overflow(base, base, &base)) return false;
+  }
+  *out = result;
+  return true;
+}
+
+// x / y as CPython computes it: exact operands (below 2**53) divide directly.
+inline bool TrueDivideInt(int64_t x, int64_t y, double* out) {
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (x > -kExact && x < kExact && y > -kExact && y < kExact) {
+    *out = static_cast<double>(x) / static_cast<double>(y);
+    return true;
+  }
+  return TrueDivideSlow(x, y, out);
+}
+
+// x << y for y >= 0; false on overflow.
+inline bool ShiftLeftInt(int64_t x, int64_t y, int64_t* out) {
+  if (x == 0) {
+    *out = 0;
+    return true;
+  }
+  if (y >= 63) return false;
+  int64_t shifted = static_cast<int64_t>(static_cast<uint64_t>(x) << y);
+  if ((shifted >> y) != x) return false;
+  *out = shifted;
+  return true;
+}
+
+inline int64_t ShiftRightInt(int64_t x, int64_t y) {
+  // y >= 0; Python's >> floors, as the arithmetic shift does.
+  if (y >= 63) return x < 0 ? -1 : 0;
+  return x >> y;
+}
+
+// ---- Float semantics --------------------------------------------------------------
+
+// CPython's float_floor_div and float_rem, operation for operation.
+inline double FloorDivFloat(double vx, double wx) {
+  double mod = std::fmod(vx, wx);
+  double div = (vx - mod) / wx;
+  if (mod != 0.0) {
+    if ((wx < 0) != (mod < 0)) div -= 1.0;
+  }
+  double floordiv;
+  if (div != 0.0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+  } else {
+    floordiv = std::copysign(0.0, vx / wx);
+  }
+  return floordiv;
+}
+
+inline double ModFloat(double vx, double wx) {
+  double mod = std::fmod(vx, wx);
+  if (mod != 0.0) {
+    if ((wx < 0) != (mod < 0)) mod += wx;
+  } else {
+    mod = std::copysign(0.0, wx);
+  }
+  return mod;
+}
+
+inline bool PowFloat(double x, double y, double* out) {
+  if (x > 0.0 && std::isfinite(x) && std::isfinite(y)) {
+    double r = std::pow(x, y);
+    if (!std::isinf(r)) {
+      *out = r;
+      return true;
+    }
+  }
+  return PowFloatSlow(x, y, out);
+}
+
+// The sign of f - i, exactly, or 2 when f is a NaN. CPython compares an int with
+// a float by value, not by converting the int to a double.
+inline int CompareFloatInt(double f, int64_t i) {
+  if (std::isnan(f)) return 2;
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (i > -kExact && i < kExact) {
+    double d = static_cast<double>(i);
+    return f < d ? -1 : (f > d ? 1 : 0);
+  }
+  if (f >= 9223372036854775808.0) return 1;
+  if (f < -9223372036854775808.0) return -1;
+  double whole = std::trunc(f);
+  int64_t whole_int = static_cast<int64_t>(whole);
+  if (whole_int != i) return whole_int < i ? -1 : 1;
+  double fraction = f - whole;
+  return fraction > 0 ? 1 : (fraction < 0 ? -1 : 0);
+}
+
+// int(x) for a float, truncating; false with the exception set.
+inline bool FloatToInt(const FunctionCode& fn, int pc, double x, int64_t* out) {
+  if (x > -9223372036854775808.0 && x < 9223372036854775808.0) {
+    *out = static_cast<int64_t>(x);
+    return true;
+  }
+  return FloatToIntSlow(fn, pc, x, out);
+}
+
+// ---- Buffers ------------------------------------------------------------------------
+
+// Applies Python's index rules; false when the index is outside.
+inline bool NormalizeIndex(const BufferView& view, int64_t* index) {
+  int64_t i = *index;
+  if (i < 0) i += view.length;
+  if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(view.length)) return false;
+  *index = i;
+  return true;
+}
+
+bool LoadIntElement(const BufferView& view, int64_t index, int64_t* out);
+bool StoreIntElement(const BufferView& view, int64_t index, int64_t value);
+double LoadFloatElement(const BufferView& view, int64_t index);
+void StoreFloatElement(const BufferView& view, int64_t index, double value);
+
+// Borrows `obj` as a Buffer[elem] parameter named `param` of `fn`. `writable` asks
+// for a writable view when the exporter offers one; a read-only view is still
+// accepted, and a store into it raises, as in CPython. On success the caller
+// releases `raw` with PyBuffer_Release.
+bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py_buffer* raw,
+                   BufferView* view);
+
+// ---- Boxing -------------------------------------------------------------------------
+
+PyObject* BoxValue(ValueType type, Value value);
+// Converts an argument to a parameter's type; false with TypeError naming it.
+bool UnboxArgument(PyObject* obj, const FunctionCode& fn, const Param& param, Value* out);
+
+bool UnboxInt(PyObject* obj, int64_t* out);
+bool UnboxFloat(PyObject* obj, double* out);
+bool UnboxBool(PyObject* obj, int64_t* out);
+
+}  // namespace ppy

@@ -1,0 +1,524 @@
+#include "vm/serialize.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "vm/verify.h"
+
+namespace ppy {
+namespace {
+
+// ---- Byte writer and bounds-checked reader --------------------------------------------
+
+class Writer {
+ public:
+  void Bytes(const void* data, size_t size) { out_.append(static_cast<const char*>(data), size); }
+  void U8(uint8_t value) { out_.push_back(static_cast<char>(value)); }
+  void U32(uint32_t value) {
+    for (int i = 0; i < 4; ++i) U8(static_cast<uint8_t>(value >> (8 * i)));
+  }
+  void U64(uint64_t value) {
+    for (int i = 0; i < 8; ++i) U8(static_cast<uint8_t>(value >> (8 * i)));
+  }
+  void Varint(uint64_t value) {
+    while (value >= 0x80) {
+      U8(static_cast<uint8_t>(value | 0x80));
+      value >>= 7;
+    }
+    U8(static_cast<uint8_t>(value));
+  }
+  void Signed(int64_t value) { Varint((static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63)); }
+  void Str(std::string_view text) {
+    Varint(text.size());
+    Bytes(text.data(), text.size());
+  }
+  std::string& out() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+
+  bool ok() const { return ok_; }
+  bool at_end() const { return pos_ == data_.size(); }
+  size_t remaining() const { return data_.size() - pos_; }
+
+  std::string_view Take(size_t size) {
+    if (!ok_ || size > remaining()) {
+      ok_ = false;
+      return {};
+    }
+    std::string_view taken = data_.substr(pos_, size);
+    pos_ += size;
+    return taken;
+  }
+  uint8_t U8() {
+    std::string_view b = Take(1);
+    return ok_ ? static_cast<uint8_t>(b[0]) : 0;
+  }
+  uint32_t U32() {
+    uint32_t value = 0;
+    for (int i = 0; i < 4; ++i) value |= static_cast<uint32_t>(U8()) << (8 * i);
+    return value;
+  }
+  uint64_t U64() {
+    uint64_t value = 0;
+    for (int i = 0; i < 8; ++i) value |= static_cast<uint64_t>(U8()) << (8 * i);
+    return value;
+  }
+  uint64_t Varint() {
+    uint64_t value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      uint8_t byte = U8();
+      value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) return value;
+    }
+    ok_ = false;
+    return 0;
+  }
+  // A varint that counts something in memory: bounded so that a corrupt count
+  // cannot make the reader allocate without limit.
+  size_t Count(size_t limit) {
+    uint64_t value = Varint();
+    if (value > limit) ok_ = false;
+    return ok_ ? static_cast<size_t>(value) : 0;
+  }
+  int64_t Signed() {
+    uint64_t value = Varint();
+    return static_cast<int64_t>(value >> 1) ^ -static_cast<int64_t>(value & 1);
+  }
+  std::string Str() {
+    size_t size = Count(remaining());
+    return std::string(Take(size));
+  }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+// ---- Object constants --------------------------------------------------------------------
+
+enum class ObjectTag : uint8_t {
+  kNone = 0,
+  kTrue = 1,
+  kFalse = 2,
+  kEllipsis = 3,
+  kInt = 4,
+  kBigInt = 5,
+  kFloat = 6,
+  kStr = 7,
+  kBytes = 8,
+  kTuple = 9,
+  kComplex = 10,
+};
+
+bool WriteObject(Writer& w, PyObject* object) {
+  if (object == Py_None) {
+    w.U8(static_cast<uint8_t>(ObjectTag::kNone));
+  } else if (object == Py_True) {
+    w.U8(static_cast<uint8_t>(ObjectTag::kTrue));
+  } else if (object == Py_False) {
+    w.U8(static_cast<uint8_t>(ObjectTag::kFalse));
+  } else if (object == Py_Ellipsis) {
+    w.U8(static_cast<uint8_t>(ObjectTag::kEllipsis));
+  } else if (PyLong_CheckExact(object)) {
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(object, &overflow);
+    if (overflow == 0) {
+      w.U8(static_cast<uint8_t>(ObjectTag::kInt));
+      w.Signed(value);
+    } else {
+      PyObject* text = PyObject_Str(object);
+      if (text == nullptr) return false;
+      w.U8(static_cast<uint8_t>(ObjectTag::kBigInt));
+      w.Str(PyUnicode_AsUTF8(text));
+      Py_DECREF(text);
+    }
+  } else if (PyFloat_CheckExact(object)) {
+    double value = PyFloat_AS_DOUBLE(object);
+    uint64_t bits;
+    std::memcpy(&bits, &value, 8);
+    w.U8(static_cast<uint8_t>(ObjectTag::kFloat));
+    w.U64(bits);
+  } else if (PyComplex_CheckExact(object)) {
+    double parts[2] = {PyComplex_RealAsDouble(object), PyComplex_ImagAsDouble(object)};
+    w.U8(static_cast<uint8_t>(ObjectTag::kComplex));
+    for (double part : parts) {
+      uint64_t bits;
+      std::memcpy(&bits, &part, 8);
+      w.U64(bits);
+    }
+  } else if (PyUnicode_CheckExact(object)) {
+    PyObject* encoded = PyUnicode_AsEncodedString(object, "utf-8", "surrogatepass");
+    if (encoded == nullptr) return false;
+    w.U8(static_cast<uint8_t>(ObjectTag::kStr));
+    w.Str(std::string_view(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded)));
+    Py_DECREF(encoded);
+  } else if (PyBytes_CheckExact(object)) {
+    w.U8(static_cast<uint8_t>(ObjectTag::kBytes));
+    w.Str(std::string_view(PyBytes_AS_STRING(object), PyBytes_GET_SIZE(object)));
+  } else if (PyTuple_CheckExact(object)) {
+    w.U8(static_cast<uint8_t>(ObjectTag::kTuple));
+    w.Varint(PyTuple_GET_SIZE(object));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(object); ++i) {
+      if (!WriteObject(w, PyTuple_GET_ITEM(object, i))) return false;
+    }
+  } else {
+    PyErr_Format(PyExc_TypeError, "ppy: cannot store a %.200s constant", Py_TYPE(object)->tp_name);
+    return false;
+  }
+  return true;
+}
+
+// Returns a new reference, or nullptr (with no Python error) when the data is bad.
+PyObject* ReadObject(Reader& r, int depth) {
+  if (depth > 32) return nullptr;
+  auto tag = static_cast<ObjectTag>(r.U8());
+  if (!r.ok()) return nullptr;
+  PyObject* result = nullptr;
+  switch (tag) {
+    case ObjectTag::kNone: return Py_NewRef(Py_None);
+    case ObjectTag::kTrue: return Py_NewRef(Py_True);
+    case ObjectTag::kFalse: return Py_NewRef(Py_False);
+    case ObjectTag::kEllipsis: return Py_NewRef(Py_Ellipsis);
+    case ObjectTag::kInt: {
+      int64_t value = r.Signed();
+      return r.ok() ? PyLong_FromLongLong(value) : nullptr;
+    }
+    case ObjectTag::kBigInt: {
+      std::string text = r.Str();
+      if (!r.ok()) return nullptr;
+      result = PyLong_FromString(text.c_str(), nullptr, 10);
+      break;
+    }
+    case ObjectTag::kFloat: {
+      uint64_t bits = r.U64();
+      double value;
+      std::memcpy(&value, &bits, 8);
+      return r.ok() ? PyFloat_FromDouble(value) : nullptr;
+    }
+    case ObjectTag::kComplex: {
+      double parts[2];
+      for (double& part : parts) {
+        uint64_t bits = r.U64();
+        std::memcpy(&part, &bits, 8);
+      }
+      return r.ok() ? PyComplex_FromDoubles(parts[0], parts[1]) : nullptr;
+    }
+    case ObjectTag::kStr: {
+      std::string text = r.Str();
+      if (!r.ok()) return nullptr;
+      result = PyUnicode_DecodeUTF8(text.data(), text.size(), "surrogatepass");
+      break;
+    }
+    case ObjectTag::kBytes: {
+      std::string text = r.Str();
+      return r.ok() ? PyBytes_FromStringAndSize(text.data(), text.size()) : nullptr;
+    }
+    case ObjectTag::kTuple: {
+      size_t count = r.Count(r.remaining());
+      if (!r.ok()) return nullptr;
+      PyObject* tuple = PyTuple_New(count);
+      if (tuple == nullptr) break;
+      for (size_t i = 0; i < count; ++i) {
+        PyObject* item = ReadObject(r, depth + 1);
+        if (item == nullptr) {
+          Py_DECREF(tuple);
+          return nullptr;
+        }
+        PyTuple_SET_ITEM(tuple, i, item);
+      }
+      return tuple;
+    }
+  }
+  if (result == nullptr) PyErr_Clear();
+  return result;
+}
+
+// ---- Instructions, driven by the operand modes ------------------------------------------
+
+void WriteInstr(Writer& w, const Instr& in) {
+  const OpInfo& info = InfoOf(in.op);
+  w.U8(static_cast<uint8_t>(in.op));
+  if (info.a != Mode::k__) w.U8(in.a);
+  if (info.b != Mode::k__) w.U8(in.b);
+  if (info.c != Mode::k__) w.U8(in.c);
+  if (info.d != Mode::k__) w.Signed(in.d);
+}
+
+bool ReadInstr(Reader& r, Instr* in) {
+  uint8_t op = r.U8();
+  if (!r.ok() || op >= kOpCount) return false;
+  in->op = static_cast<Op>(op);
+  const OpInfo& info = InfoOf(in->op);
+  in->a = info.a != Mode::k__ ? r.U8() : 0;
+  in->b = info.b != Mode::k__ ? r.U8() : 0;
+  in->c = info.c != Mode::k__ ? r.U8() : 0;
+  int64_t d = info.d != Mode::k__ ? r.Signed() : 0;
+  if (d < INT32_MIN || d > INT32_MAX) return false;
+  in->d = static_cast<int32_t>(d);
+  return r.ok();
+}
+
+// ---- Sections --------------------------------------------------------------------------------
+
+void WriteSection(Writer& w, const char tag[4], const std::string& payload) {
+  w.Bytes(tag, 4);
+  w.U64(payload.size());
+  w.Bytes(payload.data(), payload.size());
+}
+
+std::string FunctionTable(const ModuleCode& module) {
+  Writer w;
+  w.Str(module.module_name);
+  w.Str(module.filename);
+  w.Varint(module.functions.size());
+  for (const auto& fn : module.functions) {
+    w.Str(fn->name);
+    w.Str(fn->qualname);
+    w.Varint(fn->first_line);
+    w.Varint(fn->num_posonly);
+    w.Varint(fn->num_kwonly);
+    w.U8(static_cast<uint8_t>(fn->result));
+    w.Varint(fn->params.size());
+    for (const Param& param : fn->params) {
+      w.Str(param.name);
+      w.U8(static_cast<uint8_t>(param.type));
+      w.U8(static_cast<uint8_t>(param.elem));
+      w.U8(param.writes ? 1 : 0);
+    }
+    w.Varint(fn->registers.size());
+    for (const RegisterType& reg : fn->registers) {
+      w.U8(static_cast<uint8_t>(reg.kind));
+      w.U8(static_cast<uint8_t>(reg.elem));
+    }
+    w.Varint(fn->constants.size());
+    for (const ConstantValue& constant : fn->constants) {
+      w.U8(static_cast<uint8_t>(constant.kind));
+      if (constant.kind == Kind::kFloat) w.U64(static_cast<uint64_t>(constant.bits));
+      else w.Signed(constant.bits);
+    }
+    w.Varint(fn->objects.size());
+    w.Varint(fn->code.size());
+  }
+  return std::move(w.out());
+}
+
+constexpr size_t kMaxFunctions = 1 << 16;
+constexpr size_t kMaxCode = 1 << 24;
+
+bool ReadFunctionTable(std::string_view payload, ModuleCode* module, std::vector<std::pair<size_t, size_t>>* sizes) {
+  Reader r(payload);
+  module->module_name = r.Str();
+  module->filename = r.Str();
+  size_t count = r.Count(kMaxFunctions);
+  for (size_t f = 0; f < count && r.ok(); ++f) {
+    auto fn = std::make_unique<FunctionCode>();
+    fn->name = r.Str();
+    fn->qualname = r.Str();
+    fn->first_line = static_cast<int>(r.Count(INT32_MAX));
+    fn->num_posonly = static_cast<int>(r.Count(kMaxRegisters));
+    fn->num_kwonly = static_cast<int>(r.Count(kMaxRegisters));
+    uint8_t result = r.U8();
+    if (result > static_cast<uint8_t>(ValueType::kBuffer)) return false;
+    fn->result = static_cast<ValueType>(result);
+    size_t num_params = r.Count(kMaxRegisters);
+    for (size_t i = 0; i < num_params && r.ok(); ++i) {
+      Param param;
+      param.name = r.Str();
+      uint8_t type = r.U8();
+      uint8_t elem = r.U8();
+      uint8_t writes = r.U8();
+      if (type > static_cast<uint8_t>(ValueType::kBuffer) || elem >= kElemTypeCount || writes > 1) return false;
+      param.type = static_cast<ValueType>(type);
+      param.elem = static_cast<ElemType>(elem);
+      param.writes = writes == 1;
+      fn->params.push_back(std::move(param));
+    }
+    size_t num_registers = r.Count(kMaxRegisters);
+    for (size_t i = 0; i < num_registers && r.ok(); ++i) {
+      uint8_t kind = r.U8();
+      uint8_t elem = r.U8();
+      if (kind >= kKindCount || elem >= kElemTypeCount) return false;
+      fn->registers.push_back({static_cast<Kind>(kind), static_cast<ElemType>(elem)});
+    }
+    size_t num_constants = r.Count(kMaxRegisters);
+    for (size_t i = 0; i < num_constants && r.ok(); ++i) {
+      uint8_t kind = r.U8();
+      if (kind >= kKindCount) return false;
+      ConstantValue constant{static_cast<Kind>(kind), 0};
+      constant.bits = constant.kind == Kind::kFloat ? static_cast<int64_t>(r.U64()) : r.Signed();
+      fn->constants.push_back(constant);
+    }
+    size_t num_objects = r.Count(kMaxCode);
+    size_t num_code = r.Count(kMaxCode);
+    sizes->emplace_back(num_objects, num_code);
+    module->functions.push_back(std::move(fn));
+  }
+  return r.ok() && r.at_end();
+}
+
+}  // namespace
+
+uint64_t Checksum64(std::string_view data) {
+  constexpr uint64_t kMultiplier1 = 0x9E3779B97F4A7C15ull;
+  constexpr uint64_t kMultiplier2 = 0xC2B2AE3D27D4EB4Full;
+  uint64_t state = 0x243F6A8885A308D3ull ^ (data.size() * kMultiplier2);
+  size_t i = 0;
+  auto mix = [&](uint64_t word) {
+    state ^= word * kMultiplier1;
+    state = (state << 31) | (state >> 33);
+    state *= kMultiplier2;
+  };
+  for (; i + 8 <= data.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, data.data() + i, 8);
+    mix(word);
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, data.data() + i, data.size() - i);
+  mix(tail);
+  state ^= state >> 32;
+  state *= kMultiplier1;
+  state ^= state >> 29;
+  return state;
+}
+
+std::string SerializeEntry(const EntryHeader& header, const ModuleCode& module,
+                           const std::map<std::string, std::string>& extra_sections) {
+  Writer w;
+  w.Bytes(kEntryMagic, sizeof kEntryMagic);
+  w.U32(kBytecodeVersion);
+  w.Str(header.ppy_version);
+  w.Str(header.abi);
+  w.Str(header.key);
+
+  WriteSection(w, "FUNC", FunctionTable(module));
+  Writer code, objects, lines;
+  for (const auto& fn : module.functions) {
+    for (const Instr& in : fn->code) WriteInstr(code, in);
+    for (PyObject* object : fn->objects) WriteObject(objects, object);
+    int32_t previous = fn->first_line;
+    for (int32_t line : fn->lines) {
+      lines.Signed(line - previous);
+      previous = line;
+    }
+  }
+  WriteSection(w, "CODE", code.out());
+  WriteSection(w, "KONS", objects.out());
+  WriteSection(w, "LINE", lines.out());
+  for (const auto& [tag, payload] : extra_sections) {
+    char padded[4] = {' ', ' ', ' ', ' '};
+    std::memcpy(padded, tag.data(), std::min<size_t>(tag.size(), 4));
+    WriteSection(w, padded, payload);
+  }
+  w.Bytes("END!", 4);
+  w.U64(Checksum64(w.out()));
+  return std::move(w.out());
+}
+
+absl::StatusOr<EntryHeader> ParseEntryHeader(std::string_view data) {
+  Reader r(data);
+  std::string_view magic = r.Take(sizeof kEntryMagic);
+  if (!r.ok() || std::memcmp(magic.data(), kEntryMagic, sizeof kEntryMagic) != 0) {
+    return absl::DataLossError("not a ppy cache entry (bad magic)");
+  }
+  EntryHeader header;
+  header.format = r.U32();
+  header.ppy_version = r.Str();
+  header.abi = r.Str();
+  header.key = r.Str();
+  if (!r.ok()) return absl::DataLossError("truncated header");
+  return header;
+}
+
+absl::StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_version, EntryProblem* problem) {
+  *problem = EntryProblem::kCorrupt;
+  absl::StatusOr<EntryHeader> header = ParseEntryHeader(data);
+  if (!header.ok()) return header.status();
+  if (header->format != kBytecodeVersion || header->ppy_version != ppy_version) {
+    *problem = EntryProblem::kVersion;
+    return absl::FailedPreconditionError(absl::StrCat("written by ppy ", header->ppy_version, " (bytecode ",
+                                                      header->format, ")"));
+  }
+  if (data.size() < 12 || data.substr(data.size() - 12, 4) != "END!") {
+    return absl::DataLossError("truncated entry (no trailer)");
+  }
+  Reader trailer(data.substr(data.size() - 8));
+  if (trailer.U64() != Checksum64(data.substr(0, data.size() - 8))) {
+    return absl::DataLossError("checksum mismatch");
+  }
+
+  // Sections.
+  Reader r(data.substr(0, data.size() - 12));
+  r.Take(sizeof kEntryMagic);
+  r.U32();
+  r.Str();
+  r.Str();
+  r.Str();
+  std::map<std::string, std::string_view> sections;
+  while (r.ok() && !r.at_end()) {
+    std::string tag(r.Take(4));
+    uint64_t size = r.U64();
+    if (!r.ok() || size > r.remaining()) return absl::DataLossError("truncated section");
+    sections[tag] = r.Take(size);
+  }
+  if (!r.ok()) return absl::DataLossError("bad section table");
+  for (const char* required : {"FUNC", "CODE", "KONS", "LINE"}) {
+    if (!sections.count(required)) return absl::DataLossError(absl::StrCat("missing section ", required));
+  }
+
+  Entry entry;
+  entry.header = *header;
+  entry.module = std::make_unique<ModuleCode>();
+  std::vector<std::pair<size_t, size_t>> sizes;
+  if (!ReadFunctionTable(sections["FUNC"], entry.module.get(), &sizes)) {
+    return absl::DataLossError("bad function table");
+  }
+  Reader code(sections["CODE"]), objects(sections["KONS"]), lines(sections["LINE"]);
+  for (size_t f = 0; f < entry.module->functions.size(); ++f) {
+    FunctionCode& fn = *entry.module->functions[f];
+    auto [num_objects, num_code] = sizes[f];
+    if (num_code > code.remaining() || num_objects > objects.remaining() || num_code > lines.remaining()) {
+      return absl::DataLossError("section too short for its functions");
+    }
+    fn.code.resize(num_code);
+    for (Instr& in : fn.code) {
+      if (!ReadInstr(code, &in)) return absl::DataLossError(absl::StrCat("bad code in ", fn.qualname));
+    }
+    for (size_t i = 0; i < num_objects; ++i) {
+      PyObject* object = ReadObject(objects, 0);
+      if (object == nullptr) return absl::DataLossError(absl::StrCat("bad constant in ", fn.qualname));
+      fn.objects.push_back(object);
+    }
+    int64_t line = fn.first_line;
+    fn.lines.reserve(num_code);
+    for (size_t i = 0; i < num_code; ++i) {
+      line += lines.Signed();
+      if (!lines.ok() || line < 0 || line > INT32_MAX) return absl::DataLossError("bad line table");
+      fn.lines.push_back(static_cast<int32_t>(line));
+    }
+  }
+  if (!code.at_end() || !objects.at_end() || !lines.at_end()) {
+    return absl::DataLossError("trailing data in a section");
+  }
+  if (absl::Status verified = VerifyModule(*entry.module); !verified.ok()) {
+    return absl::DataLossError(verified.message());
+  }
+  for (auto& [tag, payload] : sections) {
+    if (tag != "FUNC" && tag != "CODE" && tag != "KONS" && tag != "LINE") {
+      std::string trimmed = tag;
+      while (!trimmed.empty() && trimmed.back() == ' ') trimmed.pop_back();
+      entry.extra_sections[trimmed] = std::string(payload);
+    }
+  }
+  *problem = EntryProblem::kNone;
+  return entry;
+}
+
+}  // namespace ppy

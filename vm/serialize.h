@@ -1,0 +1,72 @@
+// The cache entry format: a module's compiled code on disk.
+//
+//   entry    := header section* trailer
+//   header   := magic[8] format:u32 ppy_version:str abi:str key:str
+//   section  := tag[4] length:u64 payload[length]
+//   trailer  := "END!" checksum:u64        (over every byte before the checksum)
+//   str      := length:varint utf8[length]
+//
+// Integers are little-endian; varints are LEB128, signed ones zigzag-encoded.
+// The sections ppy writes for a module:
+//
+//   FUNC  per function: names, first line, signature, register kinds, constant
+//         registers, and how many objects and instructions it has
+//   CODE  per function, its instructions: the opcode byte, then each operand its
+//         modes in vm/opcodes.def say it has (A, B, C one byte each, D a signed
+//         varint), so the table drives the encoding as it drives the verifier
+//   KONS  per function, its object constants, tagged (see ObjectTag)
+//   LINE  per function, the source line of each instruction, delta-encoded
+//
+// and any number of sections the caller supplies (the hook stores the module's
+// own Python code object and metadata this way). Reading checks, in order: the
+// magic, the format version, the checksum, then every section's structure, and
+// finally runs the verifier over every function. Nothing read is trusted before
+// that.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "vm/code.h"
+
+namespace ppy {
+
+inline constexpr char kEntryMagic[8] = {'P', 'P', 'Y', 'C', '\0', '\r', '\n', '\x1a'};
+// Bump when the instruction set or the encoding changes.
+inline constexpr uint32_t kBytecodeVersion = 1;
+
+struct EntryHeader {
+  uint32_t format = 0;
+  std::string ppy_version;
+  std::string abi;
+  std::string key;
+};
+
+struct Entry {
+  EntryHeader header;
+  std::unique_ptr<ModuleCode> module;
+  std::map<std::string, std::string> extra_sections;  // tag -> payload
+};
+
+// Why an entry was rejected: the cache reports a version change and a corrupt
+// entry differently.
+enum class EntryProblem { kNone, kCorrupt, kVersion };
+
+std::string SerializeEntry(const EntryHeader& header, const ModuleCode& module,
+                           const std::map<std::string, std::string>& extra_sections);
+
+// Parses and verifies an entry. `ppy_version` is this build's; an entry of
+// another version or bytecode format is reported as kVersion before anything
+// past the header is read.
+absl::StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_version, EntryProblem* problem);
+
+// Reads only the header; used to explain a miss without parsing the entry.
+absl::StatusOr<EntryHeader> ParseEntryHeader(std::string_view data);
+
+// A 64-bit checksum in which any change to a single 8-byte word always changes
+// the result (every step is a bijection of the state).
+uint64_t Checksum64(std::string_view data);
+
+}  // namespace ppy
