@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/ast_reader.h"
 #include "compiler/lower.h"
+#include "vm/verify.h"
 
 namespace ppy {
 
@@ -22,10 +23,14 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
   std::map<int, std::string> forced_fallbacks;
   std::unique_ptr<ModuleInfo> info;
   std::vector<std::unique_ptr<FunctionCode>> lowered;
+  //
+  // The verifier runs on every lowered function too: code it rejects is a
+  // compiler bug, and the function runs as Python rather than not at all.
   for (bool retry = true; retry;) {
     retry = false;
     info = CheckModule(*syntax, forced_fallbacks);
     lowered.clear();
+    std::vector<int> lowered_from;
     for (size_t i = 0; i < info->functions.size() && !retry; ++i) {
       FunctionInfo& fn = info->functions[i];
       if (!fn.compiled) continue;
@@ -36,7 +41,20 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
         break;
       }
       lowered.push_back(std::move(*code));
+      lowered_from.push_back(static_cast<int>(i));
     }
+    if (retry) continue;
+    ModuleCode check;
+    check.functions = std::move(lowered);
+    for (size_t k = 0; k < check.functions.size(); ++k) {
+      absl::Status verified = VerifyFunction(check, *check.functions[k]);
+      if (!verified.ok()) {
+        forced_fallbacks[lowered_from[k]] =
+            absl::StrCat("an internal compiler error (please report it): ", std::string(verified.message()));
+        retry = true;
+      }
+    }
+    lowered = std::move(check.functions);
   }
 
   result.diagnostics = info->diagnostics;
@@ -54,7 +72,7 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
     } else {
       report.reason = fn.fallback_reason;
       report.reason_loc = fn.fallback_loc;
-      if (fn.native_required && forced_fallbacks.count(&fn - info->functions.data())) {
+      if (fn.native_required && forced_fallbacks.count(static_cast<int>(&fn - info->functions.data()))) {
         result.diagnostics.push_back({Severity::kError, fn.def->name_loc,
                                       absl::StrCat("@ppy.native function '", fn.name,
                                                    "' cannot be compiled: ", fn.fallback_reason)});

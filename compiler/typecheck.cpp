@@ -1361,8 +1361,12 @@ Type FunctionChecker::CheckTypedCall(Expr& expr, int function) {
                    (default_value->kind == ExprKind::kInt || default_value->kind == ExprKind::kFloat ||
                     default_value->kind == ExprKind::kBool || default_value->kind == ExprKind::kNone ||
                     (default_value->kind == ExprKind::kConstant && default_value->type.is_object()));
-    if (!literal) bindable = false;
-    else binding[p] = 0;
+    if (!literal) {
+      bindable = false;
+    } else {
+      binding[p] = 0;
+      Check(*def.params[p].default_value);  // a literal: this only gives it its type
+    }
   }
   if (!bindable) return CheckDynamicCall(expr);
 

@@ -118,7 +118,7 @@ inline bool ShiftLeftInt(int64_t x, int64_t y, int64_t* out) {
     *out = 0;
     return true;
   }
-  if (y >= 63) return false;
+  if (y >= 64) return false;
   int64_t shifted = static_cast<int64_t>(static_cast<uint64_t>(x) << y);
   if ((shifted >> y) != x) return false;
   *out = shifted;

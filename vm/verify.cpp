@@ -31,8 +31,8 @@ class Verifier {
   }
   absl::Status FailAt(const std::string& message) const {
     const Instr& in = fn_.code[pc_];
-    return absl::InvalidArgumentError(absl::StrFormat("verify %s: pc %d (%s): %s", fn_.qualname, pc_,
-                                                      InfoOf(in.op).name, message));
+    std::string name = static_cast<int>(in.op) < kOpCount ? std::string(InfoOf(in.op).name) : "?";
+    return absl::InvalidArgumentError(absl::StrFormat("verify %s: pc %d (%s): %s", fn_.qualname, pc_, name, message));
   }
 
   absl::Status CheckShape() {
@@ -41,6 +41,9 @@ class Verifier {
     if (fn_.code.empty()) return Fail("no code");
     if (fn_.lines.size() != fn_.code.size()) return Fail("the line table does not match the code");
     if (fn_.num_posonly + fn_.num_kwonly > fn_.num_params()) return Fail("bad parameter counts");
+    if (static_cast<int>(fn_.result) > static_cast<int>(ValueType::kBuffer) || fn_.result == ValueType::kBuffer) {
+      return Fail("bad result type");
+    }
     for (int i = 0; i < fn_.num_params(); ++i) {
       const Param& param = fn_.params[i];
       RegisterType expected{KindOf(param.type), param.type == ValueType::kBuffer ? param.elem : ElemType::kNone};

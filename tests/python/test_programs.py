@@ -1,0 +1,62 @@
+"""The differential suite: every program in tests/programs/ and examples/ runs
+under CPython (`python X.ppy`) and under ppy (`ppy run X.ppy`), and the two must
+print exactly the same bytes and exit the same way.
+
+A program also says which of its functions are meant to run as Python: a line
+`# ppy-fallback: name, name` near the top. Every other top-level function must
+compile (`ppy check -v` says "vm"), so a program cannot pass by quietly falling
+back to the interpreter it is compared against.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = sorted((ROOT / "tests" / "programs").glob("*.ppy"))
+EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.ppy") if "__main__" in p.read_text())
+
+try:
+    import torch  # noqa: F401
+
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+
+def _needs_torch(path):
+    return re.search(r"^\s*import torch|^\s*from torch", path.read_text(), re.M) is not None
+
+
+def _declared_fallbacks(path):
+    match = re.search(r"^# ppy-fallback:(.*)$", path.read_text(), re.M)
+    return {name.strip() for name in match.group(1).split(",")} if match else set()
+
+
+MODES = {"vm": {"PPY_JIT": "0"}}
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("program", PROGRAMS + EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_program_matches_cpython(runner, program, mode):
+    if _needs_torch(program) and not HAVE_TORCH:
+        pytest.skip("torch is not installed")
+    expected = runner.python(program, cwd=program.parent, PPY_IMPORT="python")
+    actual = runner.ppy("run", program, cwd=program.parent, **MODES[mode])
+    assert actual.stdout == expected.stdout, actual.stderr
+    assert actual.returncode == expected.returncode, actual.stderr
+
+
+@pytest.mark.parametrize("program", PROGRAMS + EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_program_functions_compile(runner, program):
+    report = runner.ppy("check", "-v", program, cwd=program.parent)
+    tiers = dict(re.findall(r"^\S+:\d+: (\w+): (\w+)", report.stdout, re.M))
+    assert tiers, report.stdout + report.stderr
+    expected_python = _declared_fallbacks(program)
+    for name, tier in tiers.items():
+        if name in expected_python:
+            assert tier == "python", f"{name} was expected to fall back"
+        else:
+            assert tier == "vm", f"{name} runs as {tier}: {report.stdout}"

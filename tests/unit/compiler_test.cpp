@@ -1,0 +1,107 @@
+// What the checker decides: which functions compile, why others fall back, and
+// the diagnostics for type errors.
+#include <gtest/gtest.h>
+
+#include "tests/unit/test_util.h"
+
+namespace ppy {
+namespace {
+
+std::vector<std::string> Messages(const CompileResult& result) {
+  std::vector<std::string> messages;
+  for (const Diagnostic& diagnostic : result.diagnostics) {
+    messages.push_back(std::to_string(diagnostic.loc.line) + ":" + std::to_string(diagnostic.loc.col + 1) + " " +
+                       diagnostic.message);
+  }
+  return messages;
+}
+
+const FunctionReport& Report(const CompileResult& result, const std::string& name) {
+  for (const FunctionReport& report : result.functions) {
+    if (report.name == name) return report;
+  }
+  static FunctionReport missing;
+  ADD_FAILURE() << "no function " << name;
+  return missing;
+}
+
+TEST(Compiler, ReportsEveryTypeErrorWithItsPosition) {
+  auto compiled = testing::Compile(R"(
+def f(n: int) -> int:
+    total = 0
+    total += 0.5
+    flag: bool = n
+    return "text"
+)");
+  EXPECT_EQ(Messages(compiled->result),
+            (std::vector<std::string>{
+                "4:5 'total' is int (from its first assignment at line 3); += makes it float",
+                "5:18 cannot assign int to 'flag' (bool, from its first assignment at line 5)",
+                "6:12 'f' returns int; cannot assign str to",
+            }));
+  EXPECT_FALSE(Report(compiled->result, "f").compiled);
+  EXPECT_EQ(Report(compiled->result, "f").reason, "type errors");
+}
+
+TEST(Compiler, FallsBackWithTheConstructAndItsLine) {
+  auto compiled = testing::Compile(R"(
+def uses_lambda(xs: list) -> list:
+    return sorted(xs, key=lambda x: -x)
+
+def uses_try() -> int:
+    try:
+        return 1
+    except ValueError:
+        return 2
+
+def fine(x: int) -> int:
+    return x + 1
+)");
+  const FunctionReport& lambda = Report(compiled->result, "uses_lambda");
+  EXPECT_FALSE(lambda.compiled);
+  EXPECT_EQ(lambda.reason, "a lambda");
+  EXPECT_EQ(lambda.reason_loc.line, 3);
+  EXPECT_EQ(Report(compiled->result, "uses_try").reason, "a try statement");
+  EXPECT_TRUE(Report(compiled->result, "fine").compiled);
+  EXPECT_TRUE(compiled->result.diagnostics.empty());
+}
+
+TEST(Compiler, NativeTurnsAFallbackIntoAnError) {
+  auto compiled = testing::Compile(R"(
+import ppy
+
+@ppy.native
+def must(xs: list) -> int:
+    return len([x for x in xs])
+)");
+  EXPECT_EQ(Messages(compiled->result),
+            (std::vector<std::string>{"6:16 @ppy.native function 'must' cannot be compiled: it uses a comprehension"}));
+}
+
+TEST(Compiler, InfersLocalsFromTheirFirstAssignment) {
+  auto compiled = testing::Compile(R"(
+def f(n: int) -> float:
+    scale = 0.5
+    count = n
+    for i in range(n):
+        count += i
+    return scale * count
+)");
+  EXPECT_TRUE(Report(compiled->result, "f").compiled);
+  EXPECT_EQ(testing::Call(*compiled, "f", {testing::IntValue(4)}), "5.0");
+}
+
+TEST(Compiler, CallsFallbackFunctionsAsObjects) {
+  auto compiled = testing::Compile(R"(
+def helper(x: int) -> int:
+    return sum([i for i in range(x)])
+
+def caller(x: int) -> int:
+    return helper(x) + 1
+)");
+  EXPECT_FALSE(Report(compiled->result, "helper").compiled);
+  EXPECT_TRUE(Report(compiled->result, "caller").compiled);
+}
+
+}  // namespace
+}  // namespace ppy

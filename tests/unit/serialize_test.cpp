@@ -1,0 +1,94 @@
+// Cache entries are read back untrusted: every truncation and every flipped bit
+// must be rejected cleanly, never crash, and a good entry must round-trip.
+#include <gtest/gtest.h>
+
+#include "tests/unit/test_util.h"
+#include "vm/disasm.h"
+#include "vm/serialize.h"
+
+namespace ppy {
+namespace {
+
+constexpr const char* kSource = R"(
+import math
+from ppy import Buffer
+
+SCALE: float = 2.0
+
+def norm(xs: Buffer[float], n: int) -> float:
+    total = 0.0
+    for i in range(n):
+        total += xs[i] * xs[i] * SCALE
+    return math.sqrt(total)
+
+def describe(x: int) -> str:
+    return f"{x!r:>6} {[x, 'two', 3.5, None, (1, 2)]}"
+)";
+
+std::string SampleEntry() {
+  auto compiled = testing::Compile(kSource);
+  EntryHeader header{kBytecodeVersion, "test-version", "cpython-311", "key123"};
+  return SerializeEntry(header, *compiled->result.code, {{"META", "hello"}});
+}
+
+TEST(Serialize, RoundTripsCodeConstantsAndLines) {
+  auto compiled = testing::Compile(kSource);
+  EntryHeader header{kBytecodeVersion, "test-version", "cpython-311", "key123"};
+  std::string data = SerializeEntry(header, *compiled->result.code, {{"META", "hello"}});
+  EntryProblem problem;
+  absl::StatusOr<Entry> entry = ParseEntry(data, "test-version", &problem);
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  EXPECT_EQ(problem, EntryProblem::kNone);
+  EXPECT_EQ(entry->header.key, "key123");
+  EXPECT_EQ(entry->extra_sections.at("META"), "hello");
+  const ModuleCode& original = *compiled->result.code;
+  const ModuleCode& read = *entry->module;
+  ASSERT_EQ(read.functions.size(), original.functions.size());
+  for (size_t i = 0; i < read.functions.size(); ++i) {
+    EXPECT_EQ(Disassemble(read, *read.functions[i]), Disassemble(original, *original.functions[i]));
+  }
+}
+
+TEST(Serialize, ReportsAnotherVersionBeforeReadingFurther) {
+  std::string data = SampleEntry();
+  EntryProblem problem;
+  absl::StatusOr<Entry> entry = ParseEntry(data, "another-version", &problem);
+  EXPECT_FALSE(entry.ok());
+  EXPECT_EQ(problem, EntryProblem::kVersion);
+}
+
+TEST(Serialize, RejectsEveryTruncation) {
+  std::string data = SampleEntry();
+  for (size_t size = 0; size < data.size(); ++size) {
+    EntryProblem problem;
+    absl::StatusOr<Entry> entry = ParseEntry(std::string_view(data).substr(0, size), "test-version", &problem);
+    ASSERT_FALSE(entry.ok()) << "truncated to " << size;
+    EXPECT_EQ(problem, EntryProblem::kCorrupt) << size;
+  }
+}
+
+TEST(Serialize, RejectsEveryFlippedBit) {
+  std::string data = SampleEntry();
+  for (size_t byte = 0; byte < data.size(); ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string corrupt = data;
+      corrupt[byte] ^= static_cast<char>(1 << bit);
+      EntryProblem problem;
+      absl::StatusOr<Entry> entry = ParseEntry(corrupt, "test-version", &problem);
+      ASSERT_FALSE(entry.ok()) << "bit " << bit << " of byte " << byte;
+    }
+  }
+}
+
+TEST(Serialize, ChecksumSeesEveryWordChange) {
+  std::string data(64, '\0');
+  uint64_t base = Checksum64(data);
+  for (size_t i = 0; i < data.size(); ++i) {
+    std::string changed = data;
+    changed[i] = 1;
+    EXPECT_NE(Checksum64(changed), base) << i;
+  }
+}
+
+}  // namespace
+}  // namespace ppy
