@@ -140,6 +140,13 @@ Type TypeOfAnnotation(const Expr& annotation, const ModuleInfo& module, std::str
 
 namespace {
 
+// Whether a value can be stored into a buffer element, which converts it as the
+// exporter would (array.array('d') stores float(1) for 1).
+bool StorableIn(Type element, Type value) {
+  if (element.is_float()) return value.is_numeric() || value.kind == TypeKind::kObject;
+  return value.is_integral() || value.kind == TypeKind::kObject;
+}
+
 // ---- Definite assignment ---------------------------------------------------------------------
 
 struct Flow {
@@ -1012,7 +1019,7 @@ void FunctionChecker::CheckAssignTarget(Expr& target, Type value, const Loc& val
           if (!index_type.is_integral() && !index_type.is_object()) {
             Error(index.loc, absl::StrCat("buffer indices must be integers, not ", index_type.name()));
           }
-          if (!Assignable(base.element(), value)) {
+          if (!StorableIn(base.element(), value)) {
             Error(value_loc, absl::StrCat("cannot store ", value.name(), " into ", base.name()));
           }
         }
@@ -1082,7 +1089,7 @@ void FunctionChecker::CheckAugAssign(Stmt& stmt) {
         target.type = element;
         Type result = BinaryType(stmt.bin_op, element, value, stmt.value.get(), stmt.loc);
         stmt.result_type = result;
-        if (result.is_known() && !Assignable(element, result)) {
+        if (result.is_known() && !StorableIn(element, result)) {
           Error(stmt.loc, absl::StrCat("cannot store ", result.name(), " into ", base.name()));
         }
       } else if (base.is_object()) {
@@ -1114,20 +1121,21 @@ const GlobalSymbol* FunctionChecker::Global(const std::string& name) const {
   return it == info_.globals.end() ? nullptr : &it->second;
 }
 
+// Whether a value of type `value` may be stored in a slot (a local, a result)
+// of type `target`. Typed values keep their exact Python type: an int is never
+// silently a float, nor a bool an int, because CPython would keep the int (and
+// print it as one). A dynamic value is unboxed, with a check, when its class
+// could be the target's.
 bool FunctionChecker::Assignable(Type target, Type value) const {
   if (!target.is_known() || !value.is_known()) return true;
   if (target.is_object()) return !value.is_buffer();
+  auto dynamic_could_be = [&](const char* name) {
+    return value.kind == TypeKind::kObject && (!value.known_class || std::strcmp(value.known_class, name) == 0);
+  };
   switch (target.kind) {
-    case TypeKind::kInt:
-      return value.is_integral() || (value.is_object() && value.kind != TypeKind::kNone && !value.known_class) ||
-             (value.is_object() && value.known_class && std::strcmp(value.known_class, "int") == 0);
-    case TypeKind::kFloat:
-      return value.is_numeric() ||
-             (value.kind == TypeKind::kObject &&
-              (!value.known_class || std::strcmp(value.known_class, "int") == 0 ||
-               std::strcmp(value.known_class, "float") == 0));
-    case TypeKind::kBool:
-      return value.is_bool() || (value.kind == TypeKind::kObject && !value.known_class);
+    case TypeKind::kInt: return value.is_int() || dynamic_could_be("int");
+    case TypeKind::kFloat: return value.is_float() || dynamic_could_be("float");
+    case TypeKind::kBool: return value.is_bool() || dynamic_could_be("bool");
     case TypeKind::kBuffer: return value.is_buffer() && value.elem == target.elem;
     default: return false;
   }
@@ -1135,6 +1143,10 @@ bool FunctionChecker::Assignable(Type target, Type value) const {
 
 std::string FunctionChecker::CannotAssign(Type target, Type value) const {
   if (target.is_integral() && value.is_float()) return "cannot assign float (write int(...) to truncate it) to";
+  if (target.is_float() && value.is_integral()) {
+    return absl::StrCat("cannot assign ", value.name(), " (write float(...) or a float literal) to");
+  }
+  if (target.is_int() && value.is_bool()) return "cannot assign bool (write int(...) to convert it) to";
   return absl::StrCat("cannot assign ", value.name(), " to");
 }
 
@@ -1372,35 +1384,23 @@ Type FunctionChecker::CheckTypedCall(Expr& expr, int function) {
 
   for (size_t i = 1; i < expr.children.size(); ++i) Check(*expr.children[i]);
   for (Keyword& keyword : expr.keywords) Check(*keyword.value);
-  // An object passed for a Buffer parameter must be borrowed, which the
-  // callee's Python-facing entry does: call it as an object.
-  for (size_t p = 0; p < num_params; ++p) {
-    if (!callee.param_types[p].is_buffer() || binding[p] == 0) continue;
-    const Expr& arg = binding[p] > 0 ? *expr.children[binding[p]] : *expr.keywords[-binding[p] - 1].value;
-    if (arg.type.is_object()) return CheckDynamicCall(expr);
-  }
+  // A direct call passes typed values as they are. An argument whose type is
+  // not exactly the parameter's (an int for a float, an object for a buffer)
+  // goes through the callee's Python-facing entry, which borrows buffers and
+  // runs the Python code for arguments that do not fit, as CPython would.
   for (size_t p = 0; p < num_params; ++p) {
     Type param_type = callee.param_types[p];
     Type arg_type;
-    Loc loc = expr.loc;
-    if (binding[p] > 0) {
-      arg_type = expr.children[binding[p]]->type;
-      loc = expr.children[binding[p]]->loc;
-    } else if (binding[p] < 0) {
-      arg_type = expr.keywords[-binding[p] - 1].value->type;
-      loc = expr.keywords[-binding[p] - 1].loc;
-    } else {
+    if (binding[p] == 0) {
       const Expr& literal = *def.params[p].default_value;
-      arg_type = literal.kind == ExprKind::kInt     ? Type::Int()
-                 : literal.kind == ExprKind::kFloat ? Type::Float()
-                 : literal.kind == ExprKind::kBool  ? Type::Bool()
-                 : literal.kind == ExprKind::kNone  ? Type::None()
-                                                    : literal.type;
+      arg_type = literal.type;
+    } else {
+      const Expr& arg = binding[p] > 0 ? *expr.children[binding[p]] : *expr.keywords[-binding[p] - 1].value;
+      arg_type = arg.type;
     }
-    if (!Assignable(param_type, arg_type)) {
-      Error(loc, absl::StrCat(callee.name, "() argument '", def.params[p].name, "' is ", param_type.name(), "; ",
-                              CannotAssign(param_type, arg_type), " it"));
-    }
+    if (!arg_type.is_known()) return Type::Unknown();
+    bool exact = param_type.is_object() ? !arg_type.is_buffer() : arg_type == param_type;
+    if (!exact) return CheckDynamicCall(expr);
   }
   expr.resolution = Resolution::kFunction;
   expr.index = function;

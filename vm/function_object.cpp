@@ -1,11 +1,14 @@
 // ppy._ppy.CompiledModule and ppy._ppy.Function.
 //
 // A Function is called through vectorcall: arguments are bound to parameters
-// with Python's rules and messages (positional, keyword, defaults), converted to
-// register values, buffers borrowed for exactly the duration of the call, and
-// the result boxed. Everything else about it (name, qualname, doc, __dict__,
-// binding as a method, pickling by reference) behaves like a Python function, so
-// decorators and libraries that wrap functions keep working.
+// with Python's rules (positional, keyword, defaults), converted to register
+// values, buffers borrowed for exactly the duration of the call, and the result
+// boxed. Arguments that cannot be bound, or whose types are not exactly the
+// annotated ones, go to the Python function of the same def instead, so that
+// such a call behaves (and fails) exactly as under CPython. Everything else
+// (name, qualname, doc, __dict__, binding as a method, pickling by reference,
+// attributes like __code__ read from the Python function) behaves like a
+// Python function, so decorators and libraries that wrap functions keep working.
 
 #include "vm/function_object.h"
 
@@ -25,113 +28,42 @@ namespace {
 
 // ---- Argument binding ----------------------------------------------------------------------
 
-std::string QuotedList(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out += names.size() == 2 ? " and " : (i + 1 == names.size() ? ", and " : ", ");
-    out += "'" + names[i] + "'";
-  }
-  return out;
-}
-
-bool RaiseMissing(const FunctionCode& fn, const std::vector<std::string>& missing, bool keyword_only) {
-  PyErr_Format(PyExc_TypeError, "%s() missing %zu required %s argument%s: %s", fn.name.c_str(), missing.size(),
-               keyword_only ? "keyword-only" : "positional", missing.size() == 1 ? "" : "s",
-               QuotedList(missing).c_str());
-  return false;
-}
-
-// Binds vectorcall arguments to `fn`'s parameters, as CPython binds a Python
-// function's. `bound` receives borrowed references.
+// Binds vectorcall arguments to `fn`'s parameters as CPython binds a Python
+// function's, using the Python function's defaults. Returns false, with no
+// exception, for any call CPython would reject: the caller then lets the Python
+// function raise CPython's own error. `bound` receives borrowed references.
 bool BindArguments(FunctionObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
                    PyObject** bound) {
   const FunctionCode& fn = *self->code;
   const int num_params = fn.num_params();
   const int num_positional = num_params - fn.num_kwonly;
-  const Py_ssize_t num_defaults = self->defaults ? PyTuple_GET_SIZE(self->defaults) : 0;
-  for (int i = 0; i < num_params; ++i) bound[i] = nullptr;
-
-  if (nargs > num_positional) {
-    Py_ssize_t given_kwonly = 0;
-    if (kwnames) {
-      for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
-        for (int i = num_positional; i < num_params; ++i) {
-          if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), fn.params[i].name.c_str()) == 0) {
-            ++given_kwonly;
-          }
-        }
-      }
-    }
-    std::string takes = num_defaults > 0
-                            ? absl::StrCat("from ", num_positional - num_defaults, " to ", num_positional)
-                            : absl::StrCat(num_positional);
-    std::string plural = (num_defaults == 0 && num_positional == 1) ? "" : "s";
-    if (given_kwonly > 0) {
-      PyErr_Format(PyExc_TypeError,
-                   "%s() takes %s positional argument%s but %zd positional argument%s (and %zd keyword-only "
-                   "argument%s) were given",
-                   fn.name.c_str(), takes.c_str(), plural.c_str(), nargs, nargs == 1 ? "" : "s", given_kwonly,
-                   given_kwonly == 1 ? "" : "s");
-    } else {
-      PyErr_Format(PyExc_TypeError, "%s() takes %s positional argument%s but %zd %s given", fn.name.c_str(),
-                   takes.c_str(), plural.c_str(), nargs, nargs == 1 ? "was" : "were");
-    }
-    return false;
-  }
-  for (Py_ssize_t i = 0; i < nargs; ++i) bound[i] = args[i];
-
+  PyObject* defaults = PyFunction_GetDefaults(self->python);
+  PyObject* kwdefaults = PyFunction_GetKwDefaults(self->python);
+  const Py_ssize_t num_defaults = defaults ? PyTuple_GET_SIZE(defaults) : 0;
+  if (nargs > num_positional) return false;
+  for (int i = 0; i < num_params; ++i) bound[i] = i < nargs ? args[i] : nullptr;
   if (kwnames != nullptr) {
-    std::vector<std::string> posonly_as_keyword;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
       PyObject* keyword = PyTuple_GET_ITEM(kwnames, k);
       int found = -1;
-      for (int i = 0; i < num_params; ++i) {
-        if (PyUnicode_CompareWithASCIIString(keyword, fn.params[i].name.c_str()) == 0) {
-          found = i;
-          break;
-        }
+      for (int i = fn.num_posonly; i < num_params && found < 0; ++i) {
+        if (PyUnicode_CompareWithASCIIString(keyword, fn.params[i].name.c_str()) == 0) found = i;
       }
-      if (found >= 0 && found < fn.num_posonly) {
-        posonly_as_keyword.push_back(fn.params[found].name);
-        continue;
-      }
-      if (found < 0) {
-        PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fn.name.c_str(), keyword);
-        return false;
-      }
-      if (bound[found] != nullptr) {
-        PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fn.name.c_str(),
-                     fn.params[found].name.c_str());
-        return false;
-      }
+      if (found < 0 || bound[found] != nullptr) return false;
       bound[found] = args[nargs + k];
     }
-    if (!posonly_as_keyword.empty()) {
-      std::string names;
-      for (size_t i = 0; i < posonly_as_keyword.size(); ++i) {
-        names += (i ? ", '" : "'") + posonly_as_keyword[i] + "'";
-      }
-      PyErr_Format(PyExc_TypeError, "%s() got some positional-only arguments passed as keyword arguments: %s",
-                   fn.name.c_str(), names.c_str());
-      return false;
+  }
+  for (int i = 0; i < num_params; ++i) {
+    if (bound[i] != nullptr) continue;
+    if (i < num_positional) {
+      Py_ssize_t default_index = i - (num_positional - num_defaults);
+      if (default_index < 0) return false;
+      bound[i] = PyTuple_GET_ITEM(defaults, default_index);
+    } else {
+      bound[i] = kwdefaults ? PyDict_GetItemString(kwdefaults, fn.params[i].name.c_str()) : nullptr;
+      if (bound[i] == nullptr) return false;
     }
   }
-
-  std::vector<std::string> missing;
-  for (int i = 0; i < num_positional; ++i) {
-    if (bound[i] != nullptr) continue;
-    Py_ssize_t default_index = i - (num_positional - num_defaults);
-    if (default_index >= 0) bound[i] = PyTuple_GET_ITEM(self->defaults, default_index);
-    else missing.push_back(fn.params[i].name);
-  }
-  if (!missing.empty()) return RaiseMissing(fn, missing, false);
-  for (int i = num_positional; i < num_params; ++i) {
-    if (bound[i] != nullptr) continue;
-    PyObject* value = self->kwdefaults ? PyDict_GetItemString(self->kwdefaults, fn.params[i].name.c_str()) : nullptr;
-    if (value != nullptr) bound[i] = value;
-    else missing.push_back(fn.params[i].name);
-  }
-  if (!missing.empty()) return RaiseMissing(fn, missing, true);
   return true;
 }
 
@@ -158,32 +90,40 @@ class BorrowedBuffers {
   int acquired_ = 0;
 };
 
+PyObject* CallPython(FunctionObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
+}
+
 PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<FunctionObject*>(callable);
   const FunctionCode& fn = *self->code;
   const int num_params = fn.num_params();
   PyObject* bound_storage[16];
-  std::vector<PyObject*> bound_heap;
-  PyObject** bound = bound_storage;
-  if (num_params > 16) {
-    bound_heap.resize(num_params);
-    bound = bound_heap.data();
-  }
-  if (!BindArguments(self, args, PyVectorcall_NARGS(nargsf), kwnames, bound)) return nullptr;
-
   Value values_storage[16];
+  std::vector<PyObject*> bound_heap;
   std::vector<Value> values_heap;
+  PyObject** bound = bound_storage;
   Value* values = values_storage;
   if (num_params > 16) {
+    bound_heap.resize(num_params);
     values_heap.resize(num_params);
+    bound = bound_heap.data();
     values = values_heap.data();
+  }
+  if (!BindArguments(self, args, PyVectorcall_NARGS(nargsf), kwnames, bound)) {
+    return CallPython(self, args, nargsf, kwnames);
+  }
+  // Scalars first: a call that goes to the Python code borrows nothing.
+  for (int i = 0; i < num_params; ++i) {
+    const Param& param = fn.params[i];
+    if (param.type != ValueType::kBuffer && !ArgumentFits(bound[i], param, &values[i])) {
+      return CallPython(self, args, nargsf, kwnames);
+    }
   }
   BorrowedBuffers buffers(fn.num_buffer_params);
   for (int i = 0; i < num_params; ++i) {
     const Param& param = fn.params[i];
-    bool converted = param.type == ValueType::kBuffer ? buffers.Acquire(bound[i], fn, param, &values[i])
-                                                      : UnboxArgument(bound[i], fn, param, &values[i]);
-    if (!converted) return nullptr;
+    if (param.type == ValueType::kBuffer && !buffers.Acquire(bound[i], fn, param, &values[i])) return nullptr;
   }
   Value result;
   if (!CallTyped(fn, values, &result)) return nullptr;
@@ -195,20 +135,16 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
 int FunctionTraverse(PyObject* op, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<FunctionObject*>(op);
   Py_VISIT(self->owner);
-  Py_VISIT(self->defaults);
-  Py_VISIT(self->kwdefaults);
+  Py_VISIT(self->python);
   Py_VISIT(self->dict);
-  Py_VISIT(self->doc);
   return 0;
 }
 
 int FunctionClear(PyObject* op) {
   auto* self = reinterpret_cast<FunctionObject*>(op);
   Py_CLEAR(self->owner);
-  Py_CLEAR(self->defaults);
-  Py_CLEAR(self->kwdefaults);
+  Py_CLEAR(self->python);
   Py_CLEAR(self->dict);
-  Py_CLEAR(self->doc);
   return 0;
 }
 
@@ -233,6 +169,15 @@ PyObject* FunctionDescrGet(PyObject* op, PyObject* obj, PyObject*) {
   return PyMethod_New(op, obj);
 }
 
+// Attributes the function object does not have itself (__code__, __defaults__,
+// __annotations__, __doc__, ...) are the Python function's.
+PyObject* FunctionGetAttr(PyObject* op, PyObject* name) {
+  PyObject* value = PyObject_GenericGetAttr(op, name);
+  if (value != nullptr || !PyErr_ExceptionMatches(PyExc_AttributeError)) return value;
+  PyErr_Clear();
+  return PyObject_GetAttr(reinterpret_cast<FunctionObject*>(op)->python, name);
+}
+
 PyObject* FunctionReduce(PyObject* op, PyObject*) {
   return Py_NewRef(reinterpret_cast<FunctionObject*>(op)->qualname);
 }
@@ -255,19 +200,13 @@ PyObject* FunctionGetSignature(PyObject* op, void*) {
   return PyUnicode_FromString(text.c_str());
 }
 
-PyObject* FunctionGetDefaults(PyObject* op, void*) {
-  auto* self = reinterpret_cast<FunctionObject*>(op);
-  return Py_NewRef(self->defaults ? self->defaults : Py_None);
-}
+PyObject* FunctionGetPython(PyObject* op, void*) { return Py_NewRef(reinterpret_cast<FunctionObject*>(op)->python); }
 
-PyObject* FunctionGetKwdefaults(PyObject* op, void*) {
-  auto* self = reinterpret_cast<FunctionObject*>(op);
-  return Py_NewRef(self->kwdefaults ? self->kwdefaults : Py_None);
+PyObject* FunctionGetDoc(PyObject* op, void*) {
+  return PyObject_GetAttrString(reinterpret_cast<FunctionObject*>(op)->python, "__doc__");
 }
-
-PyObject* FunctionGetGlobals(PyObject* op, void*) {
-  auto* self = reinterpret_cast<FunctionObject*>(op);
-  return Py_NewRef(self->owner->code->globals);
+int FunctionSetDoc(PyObject* op, PyObject* value, void*) {
+  return PyObject_SetAttrString(reinterpret_cast<FunctionObject*>(op)->python, "__doc__", value);
 }
 
 int SetStr(PyObject** slot, PyObject* value, const char* what) {
@@ -299,23 +238,83 @@ PyMethodDef kFunctionMethods[] = {
 PyGetSetDef kFunctionGetSet[] = {
     {"__name__", FunctionGetName, FunctionSetName, nullptr, nullptr},
     {"__qualname__", FunctionGetQualname, FunctionSetQualname, nullptr, nullptr},
-    {"__defaults__", FunctionGetDefaults, nullptr, nullptr, nullptr},
-    {"__kwdefaults__", FunctionGetKwdefaults, nullptr, nullptr, nullptr},
-    {"__globals__", FunctionGetGlobals, nullptr, nullptr, nullptr},
+    {"__doc__", FunctionGetDoc, FunctionSetDoc, nullptr, nullptr},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
     {"__ppy_tier__", FunctionGetTier, nullptr, "Where calls run: 'vm' or 'jit'.", nullptr},
     {"__ppy_signature__", FunctionGetSignature, nullptr, "The typed signature ppy compiled.", nullptr},
+    {"__ppy_python__", FunctionGetPython, nullptr, "The Python function of the same def.", nullptr},
+    {"__wrapped__", FunctionGetPython, nullptr, "The Python function of the same def.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
 PyMemberDef kFunctionMembers[] = {
-    {"__doc__", T_OBJECT, offsetof(FunctionObject, doc), 0, nullptr},
     {"__module__", T_OBJECT, offsetof(FunctionObject, module_name), 0, nullptr},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(FunctionObject, vectorcall), READONLY, nullptr},
     {"__weaklistoffset__", T_PYSSIZET, offsetof(FunctionObject, weakreflist), READONLY, nullptr},
     {"__dictoffset__", T_PYSSIZET, offsetof(FunctionObject, dict), READONLY, nullptr},
     {nullptr, 0, 0, 0, nullptr},
 };
+
+// ---- Binder: the decorator a compiled def is given -------------------------------------------
+
+// `__ppy_module__.binder(INDEX)` is added as the innermost decorator of every
+// compiled def, so that CPython evaluates decorators, defaults and annotations
+// in its own order, creates the Python function, and this turns it into the
+// compiled function before the other decorators see it.
+struct BinderObject {
+  PyObject_HEAD
+  CompiledModuleObject* module;
+  Py_ssize_t index;
+};
+
+PyTypeObject BinderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject* NewFunction(CompiledModuleObject* module, Py_ssize_t index, PyObject* python) {
+  if (module->code->globals == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "ppy: a compiled module must be attached before its functions are bound");
+    return nullptr;
+  }
+  if (!PyFunction_Check(python)) {
+    PyErr_SetString(PyExc_TypeError, "ppy: binder() decorates a Python function");
+    return nullptr;
+  }
+  const FunctionCode& code = *module->code->functions[index];
+  auto* fn = PyObject_GC_New(FunctionObject, &FunctionType);
+  if (fn == nullptr) return nullptr;
+  fn->vectorcall = FunctionVectorcall;
+  fn->owner = reinterpret_cast<CompiledModuleObject*>(Py_NewRef(module));
+  fn->code = &code;
+  fn->python = Py_NewRef(python);
+  fn->name = PyObject_GetAttrString(python, "__name__");
+  fn->qualname = PyObject_GetAttrString(python, "__qualname__");
+  fn->module_name = PyObject_GetAttrString(python, "__module__");
+  fn->dict = nullptr;
+  fn->weakreflist = nullptr;
+  PyObject_GC_Track(fn);
+  if (fn->name == nullptr || fn->qualname == nullptr || fn->module_name == nullptr) {
+    Py_DECREF(fn);
+    return nullptr;
+  }
+  return reinterpret_cast<PyObject*>(fn);
+}
+
+PyObject* BinderCall(PyObject* op, PyObject* args, PyObject* kwargs) {
+  auto* self = reinterpret_cast<BinderObject*>(op);
+  PyObject* python;
+  if (!PyArg_ParseTuple(args, "O:binder", &python)) return nullptr;
+  return NewFunction(self->module, self->index, python);
+}
+
+int BinderTraverse(PyObject* op, visitproc visit, void* arg) {
+  Py_VISIT(reinterpret_cast<BinderObject*>(op)->module);
+  return 0;
+}
+
+void BinderDealloc(PyObject* op) {
+  PyObject_GC_UnTrack(op);
+  Py_CLEAR(reinterpret_cast<BinderObject*>(op)->module);
+  PyObject_GC_Del(op);
+}
 
 // ---- CompiledModule type ----------------------------------------------------------------------
 
@@ -344,51 +343,21 @@ void ModuleDealloc(PyObject* op) {
   PyObject_GC_Del(op);
 }
 
-// bind(index, defaults, kwdefaults, doc) -> Function: the object a compiled
-// `def` statement binds. The rewritten module code calls it where the def stood.
-PyObject* ModuleBind(PyObject* op, PyObject* args) {
+// binder(index) -> the decorator that makes a compiled def's function.
+PyObject* ModuleBinder(PyObject* op, PyObject* arg) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
-  Py_ssize_t index;
-  PyObject *defaults, *kwdefaults, *doc;
-  if (!PyArg_ParseTuple(args, "nOOO:bind", &index, &defaults, &kwdefaults, &doc)) return nullptr;
-  if (self->code->globals == nullptr) {
-    PyErr_SetString(PyExc_RuntimeError, "ppy: bind() before attach()");
-    return nullptr;
-  }
+  Py_ssize_t index = PyLong_AsSsize_t(arg);
+  if (index == -1 && PyErr_Occurred()) return nullptr;
   if (index < 0 || index >= static_cast<Py_ssize_t>(self->code->functions.size())) {
     PyErr_SetString(PyExc_IndexError, "no such compiled function");
     return nullptr;
   }
-  if (defaults != Py_None && !PyTuple_Check(defaults)) {
-    PyErr_SetString(PyExc_TypeError, "defaults must be a tuple or None");
-    return nullptr;
-  }
-  if (kwdefaults != Py_None && !PyDict_Check(kwdefaults)) {
-    PyErr_SetString(PyExc_TypeError, "kwdefaults must be a dict or None");
-    return nullptr;
-  }
-  const FunctionCode& code = *self->code->functions[index];
-  auto* fn = PyObject_GC_New(FunctionObject, &FunctionType);
-  if (fn == nullptr) return nullptr;
-  fn->vectorcall = FunctionVectorcall;
-  fn->owner = reinterpret_cast<CompiledModuleObject*>(Py_NewRef(op));
-  fn->code = &code;
-  fn->defaults = defaults == Py_None ? nullptr : Py_NewRef(defaults);
-  fn->kwdefaults = kwdefaults == Py_None ? nullptr : Py_NewRef(kwdefaults);
-  fn->name = PyUnicode_FromString(code.name.c_str());
-  fn->qualname = PyUnicode_FromString(code.qualname.c_str());
-  fn->doc = Py_NewRef(doc);
-  fn->module_name = PyDict_GetItemString(self->code->globals, "__name__");
-  Py_XINCREF(fn->module_name);
-  if (fn->module_name == nullptr) fn->module_name = Py_NewRef(Py_None);
-  fn->dict = nullptr;
-  fn->weakreflist = nullptr;
-  PyObject_GC_Track(fn);
-  if (fn->name == nullptr || fn->qualname == nullptr) {
-    Py_DECREF(fn);
-    return nullptr;
-  }
-  return reinterpret_cast<PyObject*>(fn);
+  auto* binder = PyObject_GC_New(BinderObject, &BinderType);
+  if (binder == nullptr) return nullptr;
+  binder->module = reinterpret_cast<CompiledModuleObject*>(Py_NewRef(op));
+  binder->index = index;
+  PyObject_GC_Track(binder);
+  return reinterpret_cast<PyObject*>(binder);
 }
 
 PyObject* ModuleFunctionNames(PyObject* op, PyObject*) {
@@ -441,7 +410,7 @@ PyObject* ModuleAttach(PyObject* op, PyObject* globals) {
 
 PyMethodDef kModuleMethods[] = {
     {"attach", ModuleAttach, METH_O, "attach(globals): run the functions in this module namespace"},
-    {"bind", ModuleBind, METH_VARARGS, "bind(index, defaults, kwdefaults, doc) -> the function object"},
+    {"binder", ModuleBinder, METH_O, "binder(index) -> the decorator that makes a compiled def's function"},
     {"function_names", ModuleFunctionNames, METH_NOARGS, "The compiled functions, in index order."},
     {"dis", ModuleDis, METH_VARARGS, "dis([name]) -> the disassembly of every (or one) function"},
     {nullptr, nullptr, 0, nullptr},
@@ -483,10 +452,20 @@ bool InitFunctionTypes(PyObject* extension) {
   FunctionType.tp_methods = kFunctionMethods;
   FunctionType.tp_getset = kFunctionGetSet;
   FunctionType.tp_members = kFunctionMembers;
+  FunctionType.tp_getattro = FunctionGetAttr;
   FunctionType.tp_dictoffset = offsetof(FunctionObject, dict);
   FunctionType.tp_weaklistoffset = offsetof(FunctionObject, weakreflist);
 
-  if (PyType_Ready(&CompiledModuleType) < 0 || PyType_Ready(&FunctionType) < 0) return false;
+  BinderType.tp_name = "ppy._ppy.Binder";
+  BinderType.tp_basicsize = sizeof(BinderObject);
+  BinderType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+  BinderType.tp_call = BinderCall;
+  BinderType.tp_traverse = BinderTraverse;
+  BinderType.tp_dealloc = BinderDealloc;
+
+  if (PyType_Ready(&CompiledModuleType) < 0 || PyType_Ready(&FunctionType) < 0 || PyType_Ready(&BinderType) < 0) {
+    return false;
+  }
   if (PyModule_AddObjectRef(extension, "CompiledModule", reinterpret_cast<PyObject*>(&CompiledModuleType)) < 0 ||
       PyModule_AddObjectRef(extension, "Function", reinterpret_cast<PyObject*>(&FunctionType)) < 0) {
     return false;

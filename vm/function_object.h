@@ -16,16 +16,18 @@ struct CompiledModuleObject {
   PyObject* extras;   // dict: the entry's extra sections (bytes), or None
 };
 
+// A compiled function. It keeps the Python function the same `def` created:
+// its defaults, annotations and code object are the function's own, and a call
+// whose arguments do not have exactly the annotated types (an int for a float,
+// a subclass, a value beyond 64 bits) runs that Python code, as CPython would.
 struct FunctionObject {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   CompiledModuleObject* owner;  // keeps `code` alive
   const FunctionCode* code;
-  PyObject* defaults;    // tuple or nullptr
-  PyObject* kwdefaults;  // dict or nullptr
+  PyObject* python;  // the Python function of the same def
   PyObject* name;
   PyObject* qualname;
-  PyObject* doc;
   PyObject* module_name;
   PyObject* dict;
   PyObject* weakreflist;

@@ -509,18 +509,13 @@ bool UnboxInt(PyObject* obj, int64_t* out) {
 }
 
 bool UnboxFloat(PyObject* obj, double* out) {
-  if (PyFloat_CheckExact(obj)) {
+  if (PyFloat_Check(obj)) {
     *out = PyFloat_AS_DOUBLE(obj);
     return true;
   }
-  if (PyUnicode_Check(obj) || PyBytes_Check(obj)) {
-    PyErr_Format(PyExc_TypeError, "must be real number, not %.200s", Py_TYPE(obj)->tp_name);
-    return false;
-  }
-  double value = PyFloat_AsDouble(obj);
-  if (value == -1.0 && PyErr_Occurred()) return false;
-  *out = value;
-  return true;
+  PyErr_Format(PyExc_TypeError, "expected a float, got %.200s (ppy does not turn other values into floats "
+               "implicitly; convert with float())", Py_TYPE(obj)->tp_name);
+  return false;
 }
 
 bool UnboxBool(PyObject* obj, int64_t* out) {
@@ -532,52 +527,31 @@ bool UnboxBool(PyObject* obj, int64_t* out) {
   return false;
 }
 
-bool UnboxArgument(PyObject* obj, const FunctionCode& fn, const Param& param, Value* out) {
-  const char* expected = nullptr;
+bool ArgumentFits(PyObject* obj, const Param& param, Value* out) {
   switch (param.type) {
-    case ValueType::kInt:
-      if (PyLong_Check(obj) || (!PyFloat_Check(obj) && PyIndex_Check(obj))) {
-        if (UnboxInt(obj, &out->i)) return true;
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return false;
-        PyErr_Clear();
-        PyErr_Format(PyExc_OverflowError, "%s() argument '%s' does not fit in 64 bits", fn.name.c_str(),
-                     param.name.c_str());
-        return false;
-      }
-      expected = "int";
-      break;
+    case ValueType::kInt: {
+      if (!PyLong_CheckExact(obj)) return false;
+      int overflow = 0;
+      long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+      if (overflow != 0) return false;
+      out->i = value;
+      return true;
+    }
     case ValueType::kFloat:
-      if (PyFloat_Check(obj) || PyLong_Check(obj) ||
-          (!PyUnicode_Check(obj) && Py_TYPE(obj)->tp_as_number != nullptr &&
-           Py_TYPE(obj)->tp_as_number->nb_float != nullptr)) {
-        return UnboxFloat(obj, &out->f);
-      }
-      expected = "float";
-      break;
+      if (!PyFloat_CheckExact(obj)) return false;
+      out->f = PyFloat_AS_DOUBLE(obj);
+      return true;
     case ValueType::kBool:
-      if (PyBool_Check(obj)) {
-        out->i = obj == Py_True;
-        return true;
-      }
-      if (PyLong_CheckExact(obj)) {
-        int64_t value;
-        if (UnboxInt(obj, &value) && (value == 0 || value == 1)) {
-          out->i = value;
-          return true;
-        }
-        PyErr_Clear();
-      }
-      expected = "bool";
-      break;
+      if (obj != Py_True && obj != Py_False) return false;
+      out->i = obj == Py_True;
+      return true;
     case ValueType::kNone:
     case ValueType::kObject:
       out->o = obj;
       return true;
     case ValueType::kBuffer:
-      break;
+      return false;
   }
-  PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be %s, not %.200s", fn.name.c_str(), param.name.c_str(),
-               expected ? expected : "a buffer", Py_TYPE(obj)->tp_name);
   return false;
 }
 

@@ -224,9 +224,16 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
 // ---- Boxing -------------------------------------------------------------------------
 
 PyObject* BoxValue(ValueType type, Value value);
-// Converts an argument to a parameter's type; false with TypeError naming it.
-bool UnboxArgument(PyObject* obj, const FunctionCode& fn, const Param& param, Value* out);
 
+// Converts a scalar argument whose type is exactly the parameter's (int, float,
+// bool; any object for an object parameter). False for anything else, with no
+// exception set: the caller then runs the function's own Python code, which is
+// what CPython would do with that argument.
+bool ArgumentFits(PyObject* obj, const Param& param, Value* out);
+
+// Unboxing a dynamic value into a typed local: an int (anything with
+// __index__) that fits 64 bits, a float (a float instance: an int is not
+// silently made a float), a bool. TypeError otherwise.
 bool UnboxInt(PyObject* obj, int64_t* out);
 bool UnboxFloat(PyObject* obj, double* out);
 bool UnboxBool(PyObject* obj, int64_t* out);

@@ -1,17 +1,18 @@
 """Building a cache entry from a .ppy source.
 
 The C++ compiler (ppy._ppy.compile) parses the source with CPython's parser,
-checks it and lowers every function it can to bytecode. This module then turns
-the rest of the file into ordinary Python: each compiled `def` is rewritten, in
-place, into a binding of the native function object,
+checks it and lowers every function it can to bytecode. The module itself stays
+ordinary Python: every compiled `def` gets one more decorator, the innermost,
 
-    @decorator                       f = decorator(__ppy_module__.bind(
-    def f(x: int = 2) -> int:  ==>          INDEX, (2,), None, DOC))
-        ...
+    @decorator                        @decorator
+    def f(x: int = 2) -> int:   ==>   @__ppy_module__.binder(INDEX)
+        ...                           def f(x: int = 2) -> int: ...
 
-so that module-level code, decorators and default values run exactly as they
-would under CPython, in source order. The module's code object is marshalled
-into the entry beside the bytecode, and a warm import runs it without parsing.
+so that CPython evaluates decorators, defaults and annotations in its own order
+and creates the Python function, which the binder turns into the compiled
+function (keeping the Python one for calls whose arguments do not fit the
+annotations). The module's code object is marshalled into the entry beside the
+bytecode, and a warm import runs it without parsing.
 """
 
 import ast
@@ -38,39 +39,18 @@ class Build:
         self.diagnostics = diagnostics
 
 
-def _bind_call(node, index):
-    """The expression that replaces a compiled def: decorators around bind()."""
-    args = node.args
-    defaults = ast.Tuple(elts=list(args.defaults), ctx=ast.Load()) if args.defaults else ast.Constant(None)
-    kw_keys, kw_values = [], []
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
-        if default is not None:
-            kw_keys.append(ast.Constant(arg.arg))
-            kw_values.append(default)
-    kwdefaults = ast.Dict(keys=kw_keys, values=kw_values) if kw_keys else ast.Constant(None)
-    doc = ast.get_docstring(node, clean=False)
-    call = ast.Call(
-        func=ast.Attribute(value=ast.Name("__ppy_module__", ast.Load()), attr="bind", ctx=ast.Load()),
-        args=[ast.Constant(index), defaults, kwdefaults, ast.Constant(doc)],
-        keywords=[],
-    )
-    for decorator in reversed(node.decorator_list):
-        call = ast.Call(func=decorator, args=[call], keywords=[])
-    return call
-
-
 def rewrite(tree, functions):
-    """Replaces every compiled top-level def of `tree` with its binding."""
+    """Gives every compiled top-level def of `tree` its binder decorator."""
     for function in functions:
         if not function["compiled"]:
             continue
         node = tree.body[function["statement"]]
-        assign = ast.Assign(targets=[ast.Name(node.name, ast.Store())], value=_bind_call(node, function["index"]))
-        ast.copy_location(assign, node)
-        if node.decorator_list:
-            # CPython attributes a decorated def to its first decorator's line.
-            assign.lineno = node.decorator_list[0].lineno
-        tree.body[function["statement"]] = assign
+        binder = ast.Call(
+            func=ast.Attribute(value=ast.Name("__ppy_module__", ast.Load()), attr="binder", ctx=ast.Load()),
+            args=[ast.Constant(function["index"])],
+            keywords=[],
+        )
+        node.decorator_list.append(ast.copy_location(binder, node))
     ast.fix_missing_locations(tree)
     return tree
 

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs what ppy needs and builds it into this machine's `python`.
+#
+# Debian 12 or 13: the compilers and libraries come from Debian (apt), the
+# Python packages from PyPI (pip; torch==2.13.0 is the CPU build). Safe to run
+# again: it installs only what is missing, and the build is incremental
+# (Ninja and ccache in build/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python}
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# ---- Debian packages -----------------------------------------------------------------
+. /etc/os-release
+packages=(
+  cmake ninja-build ccache g++ dpkg-dev
+  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# ---- Python packages -----------------------------------------------------------------
+want=(scikit-build-core pytest numpy "torch==2.13.0" accelerate)
+if ! "$PYTHON" - "${want[@]}" <<'PY'
+import sys
+from importlib import metadata
+for requirement in sys.argv[1:]:
+    name, _, version = requirement.partition("==")
+    try:
+        installed = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        sys.exit(1)
+    if version and not installed.startswith(version):
+        sys.exit(1)
+PY
+then
+  echo "setup: installing ${want[*]}"
+  "$PYTHON" -m pip install -q --disable-pip-version-check "${want[@]}"
+fi
+
+# ---- ppy itself ----------------------------------------------------------------------
+echo "setup: building ppy"
+PPY_BUILD_TESTS=ON PPY_WERROR=ON "$PYTHON" -m pip install -q --disable-pip-version-check \
+  --no-build-isolation --no-deps .

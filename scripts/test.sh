@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Sets up (scripts/setup.sh) and runs every test: the GoogleTest suites under
+# ctest, then pytest (hook, cache, CLI, the differential suite, launches).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+build_dir=$(ls -d build/cp*/ | head -n 1)
+echo "test: ctest in ${build_dir}"
+ctest --test-dir "$build_dir" --output-on-failure -j 2
+echo "test: pytest"
+python -m pytest -q -x --durations=10 tests/python

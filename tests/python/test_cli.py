@@ -1,0 +1,126 @@
+"""The `ppy` command: check, build, run, dis, clean."""
+
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "31_torchrun"
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_check_is_silent_on_a_clean_tree(runner):
+    result = runner.ppy("check", EXAMPLE)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_check_reports_a_syntax_error_with_a_caret(runner, tmp_path):
+    path = _write(tmp_path, "bad.ppy", "def f(x):\n    return x +\n")
+    result = runner.ppy("check", path)
+    assert result.returncode == 1
+    assert result.stdout == (
+        f"{path}:2:15: error: invalid syntax\n"
+        "    2 |     return x +\n"
+        "      |               ^\n")
+
+
+def test_check_reports_every_type_error_with_a_caret(runner, tmp_path):
+    path = _write(tmp_path, "types.ppy", """\
+        def f(n: int) -> int:
+            total = 0
+            total += 0.5
+            ratio: float = n
+            return "x"
+        """)
+    result = runner.ppy("check", path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    errors = [line for line in lines if ": error: " in line]
+    assert errors == [
+        f"{path}:3:5: error: 'total' is int (from its first assignment at line 2); += makes it float",
+        f"{path}:4:20: error: cannot assign int (write float(...) or a float literal) to 'ratio' (float, from its "
+        "first assignment at line 4)",
+        f"{path}:5:12: error: 'f' returns int; cannot assign str to",
+    ]
+    assert lines[1:3] == ["    3 |     total += 0.5", "      |     ^~~~~~~~~~~~"]
+
+
+def test_check_verbose_lists_tiers_and_fallback_reasons(runner, tmp_path):
+    path = _write(tmp_path, "mixed.ppy", """\
+        def fast(x: int) -> int:
+            return x + 1
+
+        def slow(xs: list) -> list:
+            return [x + 1 for x in xs]
+        """)
+    result = runner.ppy("check", "-v", path)
+    assert result.returncode == 0
+    assert result.stdout == (f"{path}:1: fast: vm\n"
+                             f"{path}:4: slow: python (a comprehension at {path}:5:12)\n")
+
+
+def test_build_is_silent_and_verbose_says_why(runner, tmp_path):
+    path = _write(tmp_path, "k.ppy", "def f(x: int) -> int:\n    return x\n")
+    first = runner.ppy("build", tmp_path)
+    assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
+    again = runner.ppy("build", "-v", tmp_path)
+    assert again.stdout == f"{path}: up to date\n"
+    path.write_text("def f(x: int) -> int:\n    return x + 1\n")
+    changed = runner.ppy("build", "-v", tmp_path)
+    assert changed.stdout.startswith(f"{path}: built (source changed) in ")
+
+
+def test_run_passes_arguments_and_exit_status(runner, tmp_path):
+    path = _write(tmp_path, "main.ppy", """\
+        import sys
+
+        def double(x: int) -> int:
+            return 2 * x
+
+        if __name__ == "__main__":
+            print(sys.argv[1:], double(int(sys.argv[1])))
+            sys.exit(3)
+        """)
+    result = runner.ppy("run", path, "21", "x")
+    assert (result.returncode, result.stdout) == (3, "['21', 'x'] 42\n")
+
+
+def test_run_prints_tracebacks_with_ppy_frames(runner, tmp_path):
+    path = _write(tmp_path, "fail.ppy", """\
+        def f(x: float) -> float:
+            return x / 0.0
+
+        f(1.0)
+        """)
+    result = runner.ppy("run", path)
+    assert result.returncode == 1
+    assert result.stderr.endswith("ZeroDivisionError: float division by zero\n")
+    assert f'File "{path}", line 4, in <module>' in result.stderr
+    assert f'File "{path}", line 2, in f' in result.stderr
+    assert "cli.py" not in result.stderr
+
+
+def test_dis_prints_the_bytecode(runner):
+    result = runner.ppy("dis", EXAMPLE / "features.ppy", "bucketize")
+    assert result.returncode == 0
+    assert result.stdout.startswith("function bucketize(values: Buffer[f64], count: int, counts: Buffer[i64], "
+                                    "bins: int, low: float, high: float) -> int\n")
+    assert "FORLOOP_INC" in result.stdout
+
+
+def test_clean_removes_cache_folders(runner, tmp_path):
+    _write(tmp_path, "k.ppy", "def f(x: int) -> int:\n    return x\n")
+    (tmp_path / ".ppy-cache").mkdir()
+    (tmp_path / ".ppy-cache" / "stale.ppyc").write_text("x")
+    result = runner.ppy("clean", tmp_path)
+    assert result.returncode == 0
+    assert not (tmp_path / ".ppy-cache").exists()
+
+
+def test_version_and_help(runner):
+    assert runner.ppy("--version").stdout.startswith("ppy 0.1.0")
+    assert "build" in runner.ppy("--help").stdout

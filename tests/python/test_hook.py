@@ -1,0 +1,148 @@
+"""`import ppy` and the two loaders, on the seed's features.ppy."""
+
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "31_torchrun"
+SEED_LINE = "checksum=-2083.056718 outside=134 counts=[452, 3853, 11555, 16790, 16661, 11022, 3174, 359]\n"
+
+
+def test_features_prints_the_seed_line_under_python_and_ppy(runner):
+    plain = runner.python("features.ppy", cwd=EXAMPLE)
+    native = runner.ppy("run", "features.ppy", cwd=EXAMPLE)
+    assert plain.stdout == SEED_LINE, plain.stderr
+    assert native.stdout == SEED_LINE, native.stderr
+
+
+PROBE = """
+import ppy
+import features
+print(type(features.__loader__).__name__)
+print(ppy.tier(features.standardize), ppy.tier(features.bucketize), ppy.tier(features._check))
+features._check()
+"""
+
+
+def test_import_gives_a_generated_module_whose_kernels_run_on_the_vm(runner):
+    result = runner.python("-c", PROBE, cwd=EXAMPLE)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["GeneratedLoader", "vm vm vm", SEED_LINE.strip()]
+
+
+def test_ppy_import_python_gives_a_source_module_with_the_same_results(runner):
+    result = runner.python("-c", PROBE, cwd=EXAMPLE, PPY_IMPORT="python")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["PPySourceLoader", "python python python", SEED_LINE.strip()]
+
+
+def test_the_second_import_is_served_from_the_cache(runner):
+    runner.python("-c", "import ppy, features", cwd=EXAMPLE)
+    log = (runner.cache_dir / "build.log").read_text()
+    assert log.count("module=features") == 1
+    runner.python("-c", "import ppy, features", cwd=EXAMPLE)
+    assert (runner.cache_dir / "build.log").read_text() == log
+    entries = sorted(p.name for p in runner.cache_dir.iterdir() if p.suffix == ".ppyc")
+    assert entries == ["features.cpython-311.ppyc"]
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_runtime_errors_show_the_ppy_file_and_line(runner, tmp_path):
+    _write(tmp_path, "kernel.ppy", """\
+        def ratio(a: int, b: int) -> int:
+            scaled = a * 10
+            return scaled // b
+
+        def outer(a: int) -> int:
+            return ratio(a, 0) + 1
+        """)
+    result = runner.python("-c", "import ppy, kernel; kernel.outer(3)", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "ZeroDivisionError: integer division or modulo by zero" in result.stderr
+    assert f'File "{tmp_path / "kernel.ppy"}", line 3, in ratio' in result.stderr
+    assert f'File "{tmp_path / "kernel.ppy"}", line 6, in outer' in result.stderr
+    # Innermost last, as Python prints it.
+    assert result.stderr.index("in outer") < result.stderr.index("in ratio")
+
+
+def test_int_overflow_raises_naming_the_file_and_line(runner, tmp_path):
+    _write(tmp_path, "grow.ppy", """\
+        def square(x: int) -> int:
+            return x * x
+        """)
+    result = runner.python("-c", "import ppy, grow; grow.square(2**40)", cwd=tmp_path)
+    assert "OverflowError: " in result.stderr
+    assert f"{tmp_path / 'grow.ppy'}:2: int result of * does not fit in 64 bits" in result.stderr
+
+
+def test_a_syntax_error_is_cpythons_own(runner, tmp_path):
+    _write(tmp_path, "broken.ppy", "def f(:\n    pass\n")
+    result = runner.python("-c", "import ppy, broken", cwd=tmp_path)
+    assert "SyntaxError" in result.stderr
+    assert 'broken.ppy", line 1' in result.stderr
+
+
+def test_type_errors_warn_and_the_function_runs_as_python(runner, tmp_path):
+    _write(tmp_path, "loose.ppy", """\
+        def f(n: int) -> int:
+            total = 0
+            total += 0.5
+            return n
+        """)
+    result = runner.python("-c", "import ppy, loose; print(loose.f(4), ppy.tier(loose.f))", cwd=tmp_path)
+    assert result.stdout == "4 python\n"
+    assert "loose.ppy:3:5: warning: 'total' is int" in result.stderr
+    quiet = runner.python("-c", "import ppy, loose; print(loose.f(4))", cwd=tmp_path, PPY_QUIET="1")
+    assert quiet.stderr == ""
+
+
+def test_native_turns_a_fallback_into_an_import_error(runner, tmp_path):
+    _write(tmp_path, "strict.ppy", """\
+        import ppy
+
+        @ppy.native
+        def f(xs: list) -> int:
+            return len([x for x in xs])
+        """)
+    result = runner.python("-c", "import ppy, strict", cwd=tmp_path)
+    assert "ppy.CompileError" in result.stderr
+    assert "cannot be compiled: it uses a comprehension" in result.stderr
+
+
+def test_arguments_that_do_not_fit_the_annotations_run_the_python_code(runner, tmp_path):
+    _write(tmp_path, "exact.ppy", """\
+        def half(x: float) -> float:
+            return x / 2
+
+        def twice(n: int) -> int:
+            return n * 2
+        """)
+    result = runner.python(
+        "-c", "import ppy, exact; print(exact.half(3.0), exact.half(3), exact.twice(2**70), exact.twice(True))",
+        cwd=tmp_path)
+    assert result.stdout == "1.5 1.5 2361183241434822606848 2\n", result.stderr
+
+
+def test_a_buffer_of_the_wrong_format_names_the_parameter(runner, tmp_path):
+    _write(tmp_path, "sums.ppy", """\
+        from ppy import Buffer
+
+        def total(xs: Buffer[float]) -> float:
+            s = 0.0
+            for x in xs:
+                s += x
+            return s
+        """)
+    result = runner.python("-c", "import ppy, array, sums; sums.total(array.array('f', [1.0]))", cwd=tmp_path)
+    assert "TypeError: total() argument 'xs' must be Buffer[float] (format 'd'), got a buffer of format 'f'" in (
+        result.stderr)
+
+
+def test_import_ppy_is_cheap_and_loads_no_compiler(runner):
+    result = runner.python("-c", "import sys, ppy; print('ppy._ppy' in sys.modules, 'ast' in sys.modules)")
+    assert result.stdout == "False False\n"
