@@ -878,16 +878,33 @@ int Lowering::EmitIfExp(const Expr& expr, int target) {
 }
 
 int Lowering::EmitDisplay(const Expr& expr, int target) {
+  // A long display is built in chunks joined with + or |, which give the same
+  // object (later dict keys win, earlier set members stay), so that registers
+  // never run out.
+  constexpr int kChunk = 32;
   int count = static_cast<int>(expr.children.size());
-  int span = ObjectSpan(count);
-  for (int i = 0; i < count; ++i) ValueInto(*expr.children[i], span + i, Type::Object());
   Op op = expr.kind == ExprKind::kTuple  ? Op::BUILD_TUPLE
           : expr.kind == ExprKind::kList ? Op::BUILD_LIST
           : expr.kind == ExprKind::kSet  ? Op::BUILD_SET
                                          : Op::BUILD_DICT;
+  int join = static_cast<int>(expr.kind == ExprKind::kSet || expr.kind == ExprKind::kDict ? BinaryOp::OR : BinaryOp::ADD) +
+             kBinaryInPlace;
   int dest = Destination(target, Kind::kObject);
-  Emit(op, dest, span, count);
-  return dest;
+  if (count > kChunk && dest == target && is_local_[target]) dest = Temp(Kind::kObject);
+  for (int first = 0; first == 0 || first < count; first += kChunk) {
+    TempScope scope(this);
+    int size = std::min(kChunk, count - first);
+    int span = ObjectSpan(size);
+    for (int i = 0; i < size; ++i) ValueInto(*expr.children[first + i], span + i, Type::Object());
+    if (first == 0) {
+      Emit(op, dest, span, size);
+    } else {
+      int part = Temp(Kind::kObject);
+      Emit(op, part, span, size);
+      Emit(Op::BINARY_O, dest, dest, part, join);
+    }
+  }
+  return Coerce(dest, Type::Object(), Type::Object(), target);
 }
 
 int Lowering::EmitFormatted(const Expr& expr, int target) {

@@ -147,6 +147,15 @@ bool StorableIn(Type element, Type value) {
   return value.is_integral() || value.kind == TypeKind::kObject;
 }
 
+// The dynamic result of mixing typed numbers (max(1, 2.5), `a if c else b`):
+// CPython returns whichever operand it picks, so it is an int or a float, and it
+// may be stored only where either would fit (an object), not in a float local.
+Type MixedNumber(const std::vector<Type>& types) {
+  bool has_float = std::any_of(types.begin(), types.end(), [](const Type& t) { return t.is_float(); });
+  bool has_int = std::any_of(types.begin(), types.end(), [](const Type& t) { return t.is_int(); });
+  return Type::Object(has_float && has_int ? "int or float" : has_float ? "float or bool" : "int or bool");
+}
+
 // ---- Definite assignment ---------------------------------------------------------------------
 
 struct Flow {
@@ -615,10 +624,9 @@ void FunctionChecker::DeclareParams() {
     fn_.result = TypeOfAnnotation(*fn_.def->returns, info_, &error);
     fn_.result_annotated = true;
     if (!error.empty()) Error(fn_.def->returns->loc, error);
-    if (fn_.result.is_buffer()) {
-      Error(fn_.def->returns->loc, "a function cannot return a Buffer: buffers are borrowed for the call only");
-      fn_.result = Type::Object();
-    }
+    // A buffer is borrowed for the call only; what a function returns is the
+    // exporting object, as in Python.
+    if (fn_.result.is_buffer()) fn_.result = Type::Object();
     if (!fn_.result.is_known()) fn_.result = Type::Object();
   }
 }
@@ -855,11 +863,11 @@ void FunctionChecker::CheckStatement(Stmt& stmt) {
       if (stmt.value) {
         Type type = Check(*stmt.value);
         if (fn_.result_annotated && !Assignable(fn_.result, type)) {
-          Error(stmt.value->loc, absl::StrCat("'", fn_.name, "' returns ", fn_.result.name(), "; ",
-                                              CannotAssign(fn_.result, type)));
-        }
-        if (type.is_buffer() && !fn_.result_annotated) {
-          Error(stmt.value->loc, "a function cannot return a Buffer: buffers are borrowed for the call only");
+          std::string hint = fn_.result.is_float() && type.is_integral() ? " (write float(...) or a float literal)"
+                             : fn_.result.is_int() && type.is_bool()   ? " (write int(...))"
+                                                                       : "";
+          Error(stmt.value->loc, absl::StrCat("'", fn_.name, "' is annotated to return ", fn_.result.name(),
+                                              " but this returns ", type.name(), hint));
         }
         returns_.emplace_back(type, stmt.loc);
       } else {
@@ -1128,7 +1136,7 @@ const GlobalSymbol* FunctionChecker::Global(const std::string& name) const {
 // could be the target's.
 bool FunctionChecker::Assignable(Type target, Type value) const {
   if (!target.is_known() || !value.is_known()) return true;
-  if (target.is_object()) return !value.is_buffer();
+  if (target.is_object()) return true;  // typed values box; a buffer is its exporting object
   auto dynamic_could_be = [&](const char* name) {
     return value.kind == TypeKind::kObject && (!value.known_class || std::strcmp(value.known_class, name) == 0);
   };
@@ -1147,6 +1155,9 @@ std::string FunctionChecker::CannotAssign(Type target, Type value) const {
     return absl::StrCat("cannot assign ", value.name(), " (write float(...) or a float literal) to");
   }
   if (target.is_int() && value.is_bool()) return "cannot assign bool (write int(...) to convert it) to";
+  if (target.is_numeric() && value.known_class != nullptr && std::strstr(value.known_class, " or ") != nullptr) {
+    return absl::StrCat("cannot assign ", value.name(), " (convert it with ", target.name(), "(...)) to");
+  }
   return absl::StrCat("cannot assign ", value.name(), " to");
 }
 
@@ -1184,7 +1195,8 @@ Type FunctionChecker::CheckInner(Expr& expr) {
       }
       bool same = std::all_of(types.begin(), types.end(), [&](const Type& t) { return t == types[0]; });
       if (same && (types[0].is_numeric() || types[0].kind == TypeKind::kObject)) return types[0];
-      return Type::Object();
+      bool numeric = std::all_of(types.begin(), types.end(), [](const Type& t) { return t.is_numeric(); });
+      return numeric ? MixedNumber(types) : Type::Object();
     }
     case ExprKind::kCompare: return CheckCompare(expr);
     case ExprKind::kIfExp: {
@@ -1193,9 +1205,7 @@ Type FunctionChecker::CheckInner(Expr& expr) {
       Type orelse = Check(*expr.children[2]);
       if (!body.is_known() || !orelse.is_known()) return Type::Unknown();
       if (body == orelse && body.kind != TypeKind::kNone) return body;
-      if (body.is_buffer() || orelse.is_buffer()) {
-        Error(expr.loc, "both branches of a conditional expression must be the same Buffer type");
-      }
+      if (body.is_numeric() && orelse.is_numeric()) return MixedNumber({body, orelse});
       return Type::Object();
     }
     case ExprKind::kTuple:
@@ -1477,7 +1487,8 @@ Type FunctionChecker::CheckBuiltinCall(Expr& expr, Builtin builtin) {
           args[0].is_numeric()) {
         return args[0];
       }
-      return dynamic(Type::Object());
+      bool numeric = std::all_of(args.begin(), args.end(), [](const Type& t) { return t.is_numeric(); });
+      return dynamic(numeric ? MixedNumber(args) : Type::Object());
     }
     case Builtin::kRANGE: return dynamic(Type::Object("range"));
   }

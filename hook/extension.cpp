@@ -18,6 +18,7 @@
 #include "compiler/compile.h"
 #include "compiler/diagnostics.h"
 #include "vm/function_object.h"
+#include "vm/interpreter.h"
 #include "vm/serialize.h"
 
 namespace ppy {
@@ -165,7 +166,15 @@ PyObject* Render(PyObject*, PyObject* args) {
   return PyUnicode_DecodeUTF8(text.data(), text.size(), "replace");
 }
 
+PyObject* SetProfilingFromPython(PyObject*, PyObject* arg) {
+  int enabled = PyObject_IsTrue(arg);
+  if (enabled < 0) return nullptr;
+  SetProfiling(enabled != 0);
+  Py_RETURN_NONE;
+}
+
 PyMethodDef kMethods[] = {
+    {"set_profiling", SetProfilingFromPython, METH_O, "set_profiling(enabled): time every call of a compiled function"},
     {"compile", Compile, METH_VARARGS, "compile(source, filename, module_name) -> (tree, functions, diagnostics, code)"},
     {"serialize", Serialize, METH_VARARGS, "serialize(code, ppy_version, abi, key, extras) -> bytes"},
     {"load", Load, METH_VARARGS, "load(data, ppy_version) -> CompiledModule, verified; attach() it to run it"},

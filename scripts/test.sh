@@ -8,4 +8,4 @@ build_dir=$(ls -d build/cp*/ | head -n 1)
 echo "test: ctest in ${build_dir}"
 ctest --test-dir "$build_dir" --output-on-failure -j 2
 echo "test: pytest"
-python -m pytest -q -x --durations=10 tests/python
+python -m pytest -q --durations=10 tests/python

@@ -115,6 +115,10 @@ struct FunctionCode {
   std::vector<uint8_t> owned_objects;       // other object registers released at exit
   int num_buffer_params = 0;
 
+  // Counters the runtime keeps (tiering, `ppy run --trace`).
+  mutable uint64_t calls = 0;
+  mutable uint64_t nanoseconds = 0;  // inclusive, only while profiling
+
   FunctionCode() = default;
   FunctionCode(const FunctionCode&) = delete;
   FunctionCode& operator=(const FunctionCode&) = delete;

@@ -389,6 +389,24 @@ PyObject* ModuleDis(PyObject* op, PyObject* args) {
   return PyUnicode_FromString(text.c_str());
 }
 
+// stats() -> [(name, calls, seconds)] for every compiled function.
+PyObject* ModuleStats(PyObject* op, PyObject*) {
+  auto* self = reinterpret_cast<CompiledModuleObject*>(op);
+  PyObject* stats = PyList_New(0);
+  if (stats == nullptr) return nullptr;
+  for (const auto& fn : self->code->functions) {
+    PyObject* item = Py_BuildValue("(sKd)", fn->name.c_str(), static_cast<unsigned long long>(fn->calls),
+                                   fn->nanoseconds / 1e9);
+    if (item == nullptr || PyList_Append(stats, item) < 0) {
+      Py_XDECREF(item);
+      Py_DECREF(stats);
+      return nullptr;
+    }
+    Py_DECREF(item);
+  }
+  return stats;
+}
+
 PyObject* ModuleGetExtras(PyObject* op, void*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   return Py_NewRef(self->extras ? self->extras : Py_None);
@@ -413,6 +431,7 @@ PyMethodDef kModuleMethods[] = {
     {"binder", ModuleBinder, METH_O, "binder(index) -> the decorator that makes a compiled def's function"},
     {"function_names", ModuleFunctionNames, METH_NOARGS, "The compiled functions, in index order."},
     {"dis", ModuleDis, METH_VARARGS, "dis([name]) -> the disassembly of every (or one) function"},
+    {"stats", ModuleStats, METH_NOARGS, "stats() -> [(name, calls, seconds)]; seconds only while profiling"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -10,6 +10,8 @@
 
 #include <alloca.h>
 
+#include <time.h>
+
 #include <cmath>
 #include <cstring>
 
@@ -274,9 +276,29 @@ void AddTraceback(const FunctionCode& fn, int pc) {
 
 }  // namespace
 
+namespace {
+bool g_profiling = false;
+
+uint64_t Now() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000u + now.tv_nsec;
+}
+}  // namespace
+
+void SetProfiling(bool enabled) { g_profiling = enabled; }
+
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
-  if (Py_EnterRecursiveCall(" while calling a ppy function")) return false;
-  bool ok = Execute(fn, args, result);
+  if (Py_EnterRecursiveCall("")) return false;  // CPython's message for Python calls
+  ++fn.calls;
+  bool ok;
+  if (__builtin_expect(g_profiling, 0)) {
+    uint64_t started = Now();
+    ok = Execute(fn, args, result);
+    fn.nanoseconds += Now() - started;
+  } else {
+    ok = Execute(fn, args, result);
+  }
   Py_LeaveRecursiveCall();
   return ok;
 }
@@ -863,9 +885,17 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
     goto error;
   }
   CASE(ASSERT_FAIL) {
+    // AssertionError(message), one argument even when the message is a tuple.
     PyObject* message = R(in.a).o;
-    if (message == Py_None) PyErr_SetNone(PyExc_AssertionError);
-    else PyErr_SetObject(PyExc_AssertionError, message);
+    if (message == Py_None) {
+      PyErr_SetNone(PyExc_AssertionError);
+    } else {
+      PyObject* exception = PyObject_CallOneArg(PyExc_AssertionError, message);
+      if (exception != nullptr) {
+        PyErr_SetObject(PyExc_AssertionError, exception);
+        Py_DECREF(exception);
+      }
+    }
     goto error;
   }
   CASE(CHECK_BOUND_I) {

@@ -12,8 +12,12 @@ namespace ppy {
 // exception set whose traceback has a frame for every ppy function it crossed.
 bool Execute(const FunctionCode& fn, const Value* args, Value* result);
 
-// A typed call from ppy code: Execute inside CPython's recursion limit.
+// A call of a compiled function: Execute inside CPython's recursion limit,
+// counted (and timed while profiling).
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result);
+
+// Whether calls are timed, for `ppy run --trace`'s summary.
+void SetProfiling(bool enabled);
 
 // How many back edges run between checks for Ctrl-C (and, with the JIT, for a
 // switch to machine code).

@@ -137,11 +137,9 @@ bool RaiseElementOverflow(const BufferView& view, int64_t value) {
     case Exporter::kBytearray:
       PyErr_SetString(PyExc_ValueError, "byte must be in range(0, 256)");
       break;
-    default: {
-      const char* format = view.elem == ElemType::kU8 ? "B" : NumpyTypeName(view.elem);
-      PyErr_Format(PyExc_ValueError, "memoryview: invalid value for format '%s'", format);
+    default:
+      PyErr_Format(PyExc_ValueError, "memoryview: invalid value for format '%c'", view.format);
       break;
-    }
   }
   return false;
 }
@@ -377,12 +375,27 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
   }
   int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS;
   bool readonly = false;
-  if (PyObject_GetBuffer(obj, raw, flags | (param.writes ? PyBUF_WRITABLE : 0)) < 0) {
-    if (!param.writes) return false;
+  int status = PyObject_GetBuffer(obj, raw, flags | (param.writes ? PyBUF_WRITABLE : 0));
+  if (status < 0 && param.writes) {
     // A read-only exporter is accepted; a store into it raises, as in CPython.
     PyErr_Clear();
-    if (PyObject_GetBuffer(obj, raw, flags) < 0) return false;
     readonly = true;
+    status = PyObject_GetBuffer(obj, raw, flags);
+  }
+  if (status < 0) {
+    // The exporter's reason (not contiguous, ...) becomes a TypeError naming the parameter.
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject* reason = value ? PyObject_Str(value) : nullptr;
+    PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be a C-contiguous one-dimensional %s: %s",
+                 fn.name.c_str(), param.name.c_str(), AnnotationOf(param.elem).c_str(),
+                 reason ? PyUnicode_AsUTF8(reason) : "no buffer");
+    Py_XDECREF(reason);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    raw->obj = nullptr;
+    return false;
   }
   ElemType elem = ElemTypeOfFormat(raw->format, raw->itemsize);
   if (raw->ndim != 1 || elem != param.elem) {
@@ -403,6 +416,7 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
   view->elem = elem;
   view->exporter = ExporterOf(obj);
   view->readonly = readonly || raw->readonly;
+  view->format = raw->format ? raw->format[std::strlen(raw->format) - 1] : 'B';
   view->owner = obj;
   return true;
 }

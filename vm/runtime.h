@@ -40,6 +40,7 @@ struct BufferView {
   ElemType elem = ElemType::kNone;
   Exporter exporter = Exporter::kOther;
   bool readonly = false;
+  char format = 'B';          // the struct format character, for messages
   PyObject* owner = nullptr;  // borrowed, for messages
 };
 

@@ -1,12 +1,16 @@
 """`ppy run --trace`: what ppy did, on stderr.
 
 One line per module load (cache outcome and time), one line per function (the
-tier it runs on, and for a fallback the construct and line that made it), and a
-summary at exit. Enabled by PPY_TRACE=1, which `ppy run --trace` sets.
+tier it runs on, and for a fallback the construct and line that made it), and at
+exit a summary of calls and time per compiled function. Enabled by PPY_TRACE=1,
+which `ppy run --trace` sets.
 """
 
+import atexit
 import os
 import sys
+
+_modules = []  # (module name, CompiledModule) in load order
 
 
 def enabled():
@@ -20,7 +24,16 @@ def _emit(message):
 def module_loaded(name, path, loaded):
     if not enabled():
         return
-    where = os.path.relpath(path) if not os.path.isabs(path) or path.startswith(os.getcwd()) else path
+    if not _modules:
+        from ppy import _ppy
+
+        _ppy.set_profiling(True)
+        atexit.register(_summary)
+    _modules.append((name, loaded.compiled))
+    try:
+        where = os.path.relpath(path)
+    except ValueError:
+        where = path
     milliseconds = loaded.seconds * 1000
     if loaded.outcome == "hit":
         _emit(f"module {name} ({where}): cache hit, loaded in {milliseconds:.2f} ms")
@@ -41,3 +54,14 @@ def functions_bound(name, metadata):
         else:
             line = function["reason_loc"][0]
             _emit(f"  {name}.{function['name']}: python ({function['reason']}, line {line})")
+
+
+def _summary():
+    rows = []
+    for module_name, compiled in _modules:
+        for function, calls, seconds in compiled.stats():
+            if calls:
+                rows.append((seconds, calls, f"{module_name}.{function}"))
+    _emit("summary: calls and time (inclusive) per compiled function")
+    for seconds, calls, name in sorted(rows, reverse=True):
+        _emit(f"  {name:40s} {calls:10d} calls {seconds * 1000:12.3f} ms")

@@ -44,7 +44,7 @@ def test_check_reports_every_type_error_with_a_caret(runner, tmp_path):
         f"{path}:3:5: error: 'total' is int (from its first assignment at line 2); += makes it float",
         f"{path}:4:20: error: cannot assign int (write float(...) or a float literal) to 'ratio' (float, from its "
         "first assignment at line 4)",
-        f"{path}:5:12: error: 'f' returns int; cannot assign str to",
+        f"{path}:5:12: error: 'f' is annotated to return int but this returns str",
     ]
     assert lines[1:3] == ["    3 |     total += 0.5", "      |     ^~~~~~~~~~~~"]
 

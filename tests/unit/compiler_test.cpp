@@ -37,7 +37,7 @@ def f(n: int) -> int:
             (std::vector<std::string>{
                 "4:5 'total' is int (from its first assignment at line 3); += makes it float",
                 "5:18 cannot assign int to 'flag' (bool, from its first assignment at line 5)",
-                "6:12 'f' returns int; cannot assign str to",
+                "6:12 'f' is annotated to return int but this returns str",
             }));
   EXPECT_FALSE(Report(compiled->result, "f").compiled);
   EXPECT_EQ(Report(compiled->result, "f").reason, "type errors");
