@@ -47,7 +47,7 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
     ModuleCode check;
     check.functions = std::move(lowered);
     for (size_t k = 0; k < check.functions.size(); ++k) {
-      absl::Status verified = VerifyFunction(check, *check.functions[k]);
+      Status verified = VerifyFunction(check, *check.functions[k]);
       if (!verified.ok()) {
         forced_fallbacks[lowered_from[k]] =
             absl::StrCat("an internal compiler error (please report it): ", std::string(verified.message()));

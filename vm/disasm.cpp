@@ -3,10 +3,8 @@
 #include <cinttypes>
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "vm/math_table.h"
+#include "vm/status.h"
 
 namespace ppy {
 namespace {
@@ -35,11 +33,11 @@ std::string ObjectRepr(PyObject* object) {
 
 std::string ConstantText(const FunctionCode& fn, const ConstantValue& constant) {
   switch (constant.kind) {
-    case Kind::kInt: return absl::StrCat(constant.bits);
+    case Kind::kInt: return Cat(constant.bits);
     case Kind::kFloat: {
       double value;
       std::memcpy(&value, &constant.bits, sizeof value);
-      return absl::StrFormat("%.17g", value);
+      return Format("%.17g", value);
     }
     case Kind::kObject: return ObjectRepr(fn.objects[constant.bits]);
     case Kind::kBuffer: break;
@@ -47,7 +45,7 @@ std::string ConstantText(const FunctionCode& fn, const ConstantValue& constant) 
   return "?";
 }
 
-std::string Register(int reg) { return absl::StrCat("r", reg); }
+std::string Register(int reg) { return Cat("r", reg); }
 
 std::string Operand(const ModuleCode& module, const FunctionCode& fn, const Instr& in, Mode mode, int64_t value) {
   switch (mode) {
@@ -69,22 +67,22 @@ std::string Operand(const ModuleCode& module, const FunctionCode& fn, const Inst
     case Mode::krX:
     case Mode::ksO:
     case Mode::ktO:
-      return in.c == 0 ? "()" : absl::StrCat(Register(value), "..", Register(value + in.c - 1));
-    case Mode::kcO: return in.c == 0 ? Register(value) : absl::StrCat(Register(value), "(", Register(value + 1), "..", Register(value + in.c), ")");
-    case Mode::kJ: return absl::StrFormat("-> %04d", value);
+      return in.c == 0 ? "()" : Cat(Register(value), "..", Register(value + in.c - 1));
+    case Mode::kcO: return in.c == 0 ? Register(value) : Cat(Register(value), "(", Register(value + 1), "..", Register(value + in.c), ")");
+    case Mode::kJ: return Format("-> %04d", static_cast<int>(value));
     case Mode::kK:
       if (value >= 0 && value < static_cast<int64_t>(fn.objects.size())) return ObjectRepr(fn.objects[value]);
-      return absl::StrCat("K", value);
+      return Cat("K", value);
     case Mode::kP:
       if (value >= 0 && value < static_cast<int64_t>(module.functions.size())) return module.functions[value]->name;
-      return absl::StrCat("F", value);
-    case Mode::kN: return absl::StrCat(value);
-    case Mode::kM: return value >= 0 && value < kMathCount ? absl::StrCat("math.", kMathInfo[value].name) : "?";
+      return Cat("F", value);
+    case Mode::kN: return Cat(value);
+    case Mode::kM: return value >= 0 && value < kMathCount ? Cat("math.", kMathInfo[value].name) : "?";
     case Mode::kY: {
       bool in_place = value >= kBinaryInPlace;
       int64_t op = in_place ? value - kBinaryInPlace : value;
       if (op < 0 || op >= kBinaryOpCount) return "?";
-      return absl::StrCat("'", std::string(kBinaryOpSymbols[op]), in_place ? "='" : "'");
+      return Cat("'", std::string(kBinaryOpSymbols[op]), in_place ? "='" : "'");
     }
     case Mode::kE: {
       static const char* kNames[] = {"'-'", "'+'", "'~'"};
@@ -111,7 +109,7 @@ std::string TypeName(ValueType type, ElemType elem) {
     case ValueType::kBool: return "bool";
     case ValueType::kNone: return "None";
     case ValueType::kObject: return "object";
-    case ValueType::kBuffer: return absl::StrCat("Buffer[", InfoOf(elem).name, "]");
+    case ValueType::kBuffer: return Cat("Buffer[", InfoOf(elem).name, "]");
   }
   return "?";
 }
@@ -128,29 +126,29 @@ std::string DisassembleInstruction(const ModuleCode& module, const FunctionCode&
     std::string text = Operand(module, fn, in, modes[i], values[i]);
     if (!text.empty()) operands.push_back(text);
   }
-  return absl::StrFormat("%04d  L%-4d %-12s %s", pc, fn.lines[pc], info.name, absl::StrJoin(operands, ", "));
+  return Format("%04d  L%-4d %-12s %s", pc, fn.lines[pc], std::string(info.name).c_str(), Join(operands, ", ").c_str());
 }
 
 std::string Disassemble(const ModuleCode& module, const FunctionCode& fn) {
   std::string out;
   std::vector<std::string> params;
   for (const Param& param : fn.params) {
-    params.push_back(absl::StrCat(param.name, ": ", TypeName(param.type, param.elem)));
+    params.push_back(Cat(param.name, ": ", TypeName(param.type, param.elem)));
   }
-  absl::StrAppend(&out, "function ", fn.qualname, "(", absl::StrJoin(params, ", "), ") -> ",
+  out += Cat("function ", fn.qualname, "(", Join(params, ", "), ") -> ",
                   TypeName(fn.result, ElemType::kNone), "\n");
   std::string kinds;
   for (const RegisterType& reg : fn.registers) kinds += KindLetter(reg.kind);
-  absl::StrAppend(&out, "  registers: ", fn.num_registers(), " (", kinds, ")\n");
+  out += Cat("  registers: ", fn.num_registers(), " (", kinds, ")\n");
   if (!fn.constants.empty()) {
     std::vector<std::string> constants;
     for (size_t i = 0; i < fn.constants.size(); ++i) {
-      constants.push_back(absl::StrCat(Register(fn.first_constant() + i), "=", ConstantText(fn, fn.constants[i])));
+      constants.push_back(Cat(Register(fn.first_constant() + i), "=", ConstantText(fn, fn.constants[i])));
     }
-    absl::StrAppend(&out, "  constants: ", absl::StrJoin(constants, " "), "\n");
+    out += Cat("  constants: ", Join(constants, " "), "\n");
   }
   for (int pc = 0; pc < static_cast<int>(fn.code.size()); ++pc) {
-    absl::StrAppend(&out, "  ", DisassembleInstruction(module, fn, pc), "\n");
+    out += Cat("  ", DisassembleInstruction(module, fn, pc), "\n");
   }
   return out;
 }

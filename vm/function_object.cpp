@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "vm/disasm.h"
 #include "vm/interpreter.h"
 #include "vm/loader.h"
 #include "vm/runtime.h"
+#include "vm/status.h"
 
 namespace ppy {
 namespace {
@@ -419,7 +419,7 @@ PyObject* ModuleAttach(PyObject* op, PyObject* globals) {
     PyErr_SetString(PyExc_TypeError, "attach() takes the module's namespace dict");
     return nullptr;
   }
-  if (absl::Status prepared = PrepareModule(*self->code, globals); !prepared.ok()) {
+  if (Status prepared = PrepareModule(*self->code, globals); !prepared.ok()) {
     PyErr_Format(PyExc_ValueError, "ppy: %s", std::string(prepared.message()).c_str());
     return nullptr;
   }

@@ -3,10 +3,11 @@
 #include <cstring>
 
 #include "vm/runtime.h"
+#include "vm/status.h"
 
 namespace ppy {
 
-absl::Status PrepareModule(ModuleCode& module, PyObject* globals) {
+Status PrepareModule(ModuleCode& module, PyObject* globals) {
   PyObject* builtins = PyDict_GetItemString(globals, "__builtins__");
   if (builtins == nullptr) builtins = PyEval_GetBuiltins();
   if (PyModule_Check(builtins)) builtins = PyModule_GetDict(builtins);
@@ -37,7 +38,7 @@ absl::Status PrepareModule(ModuleCode& module, PyObject* globals) {
       }
     }
   }
-  return absl::OkStatus();
+  return Status();
 }
 
 void ReleaseModule(ModuleCode& module) {

@@ -3,8 +3,8 @@
 // registers a frame owns).
 #pragma once
 
-#include "absl/status/status.h"
 #include "vm/code.h"
+#include "vm/status.h"
 
 namespace ppy {
 
@@ -12,7 +12,7 @@ namespace ppy {
 // path to the VM goes through ParseEntry, which runs the verifier). `globals` is
 // the module's namespace dict; the builtins are the ones it names, as for
 // Python functions. Takes new references to both.
-absl::Status PrepareModule(ModuleCode& module, PyObject* globals);
+Status PrepareModule(ModuleCode& module, PyObject* globals);
 
 // Releases the references PrepareModule took.
 void ReleaseModule(ModuleCode& module);

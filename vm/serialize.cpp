@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
 #include "vm/verify.h"
+#include "vm/status.h"
 
 namespace ppy {
 namespace {
@@ -365,10 +365,12 @@ bool ReadFunctionTable(std::string_view payload, ModuleCode* module, std::vector
 
 }  // namespace
 
-uint64_t Checksum64(std::string_view data) {
+namespace {
+
+uint64_t SeededChecksum(std::string_view data, uint64_t seed) {
   constexpr uint64_t kMultiplier1 = 0x9E3779B97F4A7C15ull;
   constexpr uint64_t kMultiplier2 = 0xC2B2AE3D27D4EB4Full;
-  uint64_t state = 0x243F6A8885A308D3ull ^ (data.size() * kMultiplier2);
+  uint64_t state = seed ^ (data.size() * kMultiplier2);
   size_t i = 0;
   auto mix = [&](uint64_t word) {
     state ^= word * kMultiplier1;
@@ -387,6 +389,15 @@ uint64_t Checksum64(std::string_view data) {
   state *= kMultiplier1;
   state ^= state >> 29;
   return state;
+}
+
+}  // namespace
+
+uint64_t Checksum64(std::string_view data) { return SeededChecksum(data, 0x243F6A8885A308D3ull); }
+
+std::string Digest128(std::string_view data) {
+  return Format("%016llx%016llx", static_cast<unsigned long long>(SeededChecksum(data, 0x243F6A8885A308D3ull)),
+                static_cast<unsigned long long>(SeededChecksum(data, 0x13198A2E03707344ull)));
 }
 
 std::string SerializeEntry(const EntryHeader& header, const ModuleCode& module,
@@ -422,36 +433,36 @@ std::string SerializeEntry(const EntryHeader& header, const ModuleCode& module,
   return std::move(w.out());
 }
 
-absl::StatusOr<EntryHeader> ParseEntryHeader(std::string_view data) {
+StatusOr<EntryHeader> ParseEntryHeader(std::string_view data) {
   Reader r(data);
   std::string_view magic = r.Take(sizeof kEntryMagic);
   if (!r.ok() || std::memcmp(magic.data(), kEntryMagic, sizeof kEntryMagic) != 0) {
-    return absl::DataLossError("not a ppy cache entry (bad magic)");
+    return Status::Error("not a ppy cache entry (bad magic)");
   }
   EntryHeader header;
   header.format = r.U32();
   header.ppy_version = r.Str();
   header.abi = r.Str();
   header.key = r.Str();
-  if (!r.ok()) return absl::DataLossError("truncated header");
+  if (!r.ok()) return Status::Error("truncated header");
   return header;
 }
 
-absl::StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_version, EntryProblem* problem) {
+StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_version, EntryProblem* problem) {
   *problem = EntryProblem::kCorrupt;
-  absl::StatusOr<EntryHeader> header = ParseEntryHeader(data);
+  StatusOr<EntryHeader> header = ParseEntryHeader(data);
   if (!header.ok()) return header.status();
   if (header->format != kBytecodeVersion || header->ppy_version != ppy_version) {
     *problem = EntryProblem::kVersion;
-    return absl::FailedPreconditionError(absl::StrCat("written by ppy ", header->ppy_version, " (bytecode ",
+    return Status::Error(Cat("written by ppy ", header->ppy_version, " (bytecode ",
                                                       header->format, ")"));
   }
   if (data.size() < 12 || data.substr(data.size() - 12, 4) != "END!") {
-    return absl::DataLossError("truncated entry (no trailer)");
+    return Status::Error("truncated entry (no trailer)");
   }
   Reader trailer(data.substr(data.size() - 8));
   if (trailer.U64() != Checksum64(data.substr(0, data.size() - 8))) {
-    return absl::DataLossError("checksum mismatch");
+    return Status::Error("checksum mismatch");
   }
 
   // Sections.
@@ -465,12 +476,12 @@ absl::StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_ver
   while (r.ok() && !r.at_end()) {
     std::string tag(r.Take(4));
     uint64_t size = r.U64();
-    if (!r.ok() || size > r.remaining()) return absl::DataLossError("truncated section");
+    if (!r.ok() || size > r.remaining()) return Status::Error("truncated section");
     sections[tag] = r.Take(size);
   }
-  if (!r.ok()) return absl::DataLossError("bad section table");
+  if (!r.ok()) return Status::Error("bad section table");
   for (const char* required : {"FUNC", "CODE", "KONS", "LINE"}) {
-    if (!sections.count(required)) return absl::DataLossError(absl::StrCat("missing section ", required));
+    if (!sections.count(required)) return Status::Error(Cat("missing section ", required));
   }
 
   Entry entry;
@@ -478,37 +489,37 @@ absl::StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_ver
   entry.module = std::make_unique<ModuleCode>();
   std::vector<std::pair<size_t, size_t>> sizes;
   if (!ReadFunctionTable(sections["FUNC"], entry.module.get(), &sizes)) {
-    return absl::DataLossError("bad function table");
+    return Status::Error("bad function table");
   }
   Reader code(sections["CODE"]), objects(sections["KONS"]), lines(sections["LINE"]);
   for (size_t f = 0; f < entry.module->functions.size(); ++f) {
     FunctionCode& fn = *entry.module->functions[f];
     auto [num_objects, num_code] = sizes[f];
     if (num_code > code.remaining() || num_objects > objects.remaining() || num_code > lines.remaining()) {
-      return absl::DataLossError("section too short for its functions");
+      return Status::Error("section too short for its functions");
     }
     fn.code.resize(num_code);
     for (Instr& in : fn.code) {
-      if (!ReadInstr(code, &in)) return absl::DataLossError(absl::StrCat("bad code in ", fn.qualname));
+      if (!ReadInstr(code, &in)) return Status::Error(Cat("bad code in ", fn.qualname));
     }
     for (size_t i = 0; i < num_objects; ++i) {
       PyObject* object = ReadObject(objects, 0);
-      if (object == nullptr) return absl::DataLossError(absl::StrCat("bad constant in ", fn.qualname));
+      if (object == nullptr) return Status::Error(Cat("bad constant in ", fn.qualname));
       fn.objects.push_back(object);
     }
     int64_t line = fn.first_line;
     fn.lines.reserve(num_code);
     for (size_t i = 0; i < num_code; ++i) {
       line += lines.Signed();
-      if (!lines.ok() || line < 0 || line > INT32_MAX) return absl::DataLossError("bad line table");
+      if (!lines.ok() || line < 0 || line > INT32_MAX) return Status::Error("bad line table");
       fn.lines.push_back(static_cast<int32_t>(line));
     }
   }
   if (!code.at_end() || !objects.at_end() || !lines.at_end()) {
-    return absl::DataLossError("trailing data in a section");
+    return Status::Error("trailing data in a section");
   }
-  if (absl::Status verified = VerifyModule(*entry.module); !verified.ok()) {
-    return absl::DataLossError(verified.message());
+  if (Status verified = VerifyModule(*entry.module); !verified.ok()) {
+    return Status::Error(verified.message());
   }
   for (auto& [tag, payload] : sections) {
     if (tag != "FUNC" && tag != "CODE" && tag != "KONS" && tag != "LINE") {

@@ -28,8 +28,8 @@
 #include <memory>
 #include <string>
 
-#include "absl/status/statusor.h"
 #include "vm/code.h"
+#include "vm/status.h"
 
 namespace ppy {
 
@@ -60,13 +60,18 @@ std::string SerializeEntry(const EntryHeader& header, const ModuleCode& module,
 // Parses and verifies an entry. `ppy_version` is this build's; an entry of
 // another version or bytecode format is reported as kVersion before anything
 // past the header is read.
-absl::StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_version, EntryProblem* problem);
+StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_version, EntryProblem* problem);
 
 // Reads only the header; used to explain a miss without parsing the entry.
-absl::StatusOr<EntryHeader> ParseEntryHeader(std::string_view data);
+StatusOr<EntryHeader> ParseEntryHeader(std::string_view data);
 
 // A 64-bit checksum in which any change to a single 8-byte word always changes
 // the result (every step is a bijection of the state).
 uint64_t Checksum64(std::string_view data);
+
+// 32 hex digits: two independent 64-bit checksums of `data`. The cache keys its
+// entries by digests of sources; this is not a cryptographic hash (the cache
+// folder is the user's own), but no accidental change goes unnoticed.
+std::string Digest128(std::string_view data);
 
 }  // namespace ppy

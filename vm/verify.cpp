@@ -4,9 +4,8 @@
 #include <deque>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "vm/math_table.h"
+#include "vm/status.h"
 
 namespace ppy {
 namespace {
@@ -17,25 +16,25 @@ class Verifier {
  public:
   Verifier(const ModuleCode& module, const FunctionCode& fn) : module_(module), fn_(fn) {}
 
-  absl::Status Run() {
-    if (absl::Status s = CheckShape(); !s.ok()) return s;
+  Status Run() {
+    if (Status s = CheckShape(); !s.ok()) return s;
     for (pc_ = 0; pc_ < static_cast<int>(fn_.code.size()); ++pc_) {
-      if (absl::Status s = CheckInstruction(fn_.code[pc_]); !s.ok()) return s;
+      if (Status s = CheckInstruction(fn_.code[pc_]); !s.ok()) return s;
     }
     return CheckAssignedBeforeRead();
   }
 
  private:
-  absl::Status Fail(const std::string& message) const {
-    return absl::InvalidArgumentError(absl::StrFormat("verify %s: %s", fn_.qualname, message));
+  Status Fail(const std::string& message) const {
+    return Status::Error(Format("verify %s: %s", fn_.qualname.c_str(), message.c_str()));
   }
-  absl::Status FailAt(const std::string& message) const {
+  Status FailAt(const std::string& message) const {
     const Instr& in = fn_.code[pc_];
     std::string name = static_cast<int>(in.op) < kOpCount ? std::string(InfoOf(in.op).name) : "?";
-    return absl::InvalidArgumentError(absl::StrFormat("verify %s: pc %d (%s): %s", fn_.qualname, pc_, name, message));
+    return Status::Error(Format("verify %s: pc %d (%s): %s", fn_.qualname.c_str(), pc_, name.c_str(), message.c_str()));
   }
 
-  absl::Status CheckShape() {
+  Status CheckShape() {
     if (fn_.registers.size() > static_cast<size_t>(kMaxRegisters)) return Fail("too many registers");
     if (fn_.end_of_constants() > fn_.num_registers()) return Fail("parameters and constants exceed the registers");
     if (fn_.code.empty()) return Fail("no code");
@@ -47,10 +46,10 @@ class Verifier {
     for (int i = 0; i < fn_.num_params(); ++i) {
       const Param& param = fn_.params[i];
       RegisterType expected{KindOf(param.type), param.type == ValueType::kBuffer ? param.elem : ElemType::kNone};
-      if (fn_.registers[i] != expected) return Fail(absl::StrCat("parameter ", param.name, " has the wrong register"));
+      if (fn_.registers[i] != expected) return Fail(Cat("parameter ", param.name, " has the wrong register"));
       if (param.type == ValueType::kBuffer &&
           (param.elem == ElemType::kNone || static_cast<int>(param.elem) >= kElemTypeCount)) {
-        return Fail(absl::StrCat("parameter ", param.name, " has a bad element type"));
+        return Fail(Cat("parameter ", param.name, " has a bad element type"));
       }
     }
     for (const RegisterType& reg : fn_.registers) {
@@ -74,25 +73,25 @@ class Verifier {
       if (object == nullptr) return Fail("a missing object constant");
     }
     if (!HasFlag(fn_.code.back().op, kFlagEnd)) return Fail("control runs off the end of the code");
-    return absl::OkStatus();
+    return Status();
   }
 
-  absl::Status CheckRegister(int reg, Kind kind, bool writes) const {
-    if (reg >= fn_.num_registers()) return FailAt(absl::StrCat("register ", reg, " is out of range"));
-    if (fn_.registers[reg].kind != kind) return FailAt(absl::StrCat("register ", reg, " has the wrong kind"));
-    if (writes && fn_.IsConstantRegister(reg)) return FailAt(absl::StrCat("writes constant register ", reg));
-    return absl::OkStatus();
+  Status CheckRegister(int reg, Kind kind, bool writes) const {
+    if (reg >= fn_.num_registers()) return FailAt(Cat("register ", reg, " is out of range"));
+    if (fn_.registers[reg].kind != kind) return FailAt(Cat("register ", reg, " has the wrong kind"));
+    if (writes && fn_.IsConstantRegister(reg)) return FailAt(Cat("writes constant register ", reg));
+    return Status();
   }
 
-  absl::Status CheckSpan(int first, int count, Kind kind, bool writes) const {
+  Status CheckSpan(int first, int count, Kind kind, bool writes) const {
     for (int i = 0; i < count; ++i) {
-      if (absl::Status s = CheckRegister(first + i, kind, writes); !s.ok()) return s;
+      if (Status s = CheckRegister(first + i, kind, writes); !s.ok()) return s;
     }
-    return absl::OkStatus();
+    return Status();
   }
 
-  absl::Status CheckBuffer(int reg, Mode mode) const {
-    if (absl::Status s = CheckRegister(reg, Kind::kBuffer, mode == Mode::kwU); !s.ok()) return s;
+  Status CheckBuffer(int reg, Mode mode) const {
+    if (Status s = CheckRegister(reg, Kind::kBuffer, mode == Mode::kwU); !s.ok()) return s;
     ElemType elem = fn_.registers[reg].elem;
     const ElemInfo& info = InfoOf(elem);
     bool fits = true;
@@ -103,21 +102,21 @@ class Verifier {
       case Mode::krUi: fits = !info.is_float; break;
       default: break;
     }
-    return fits ? absl::OkStatus() : FailAt(absl::StrCat("buffer register ", reg, " has the wrong element type"));
+    return fits ? Status() : FailAt(Cat("buffer register ", reg, " has the wrong element type"));
   }
 
-  absl::Status CheckObjectConstant(int index, bool must_be_str) const {
+  Status CheckObjectConstant(int index, bool must_be_str) const {
     if (index < 0 || index >= static_cast<int>(fn_.objects.size())) return FailAt("constant index out of range");
     if (must_be_str && !PyUnicode_CheckExact(fn_.objects[index])) return FailAt("a name constant is not a str");
-    return absl::OkStatus();
+    return Status();
   }
 
   // Checks one operand field. `value` is the field; `count` is C, which spans use.
-  absl::Status CheckOperand(Mode mode, int64_t value, const Instr& in, char field) const {
+  Status CheckOperand(Mode mode, int64_t value, const Instr& in, char field) const {
     const int count = in.c;
     switch (mode) {
       case Mode::k__:
-        return value == 0 ? absl::OkStatus() : FailAt(absl::StrCat("unused operand ", std::string(1, field), " is set"));
+        return value == 0 ? Status() : FailAt(Cat("unused operand ", std::string(1, field), " is set"));
       case Mode::krI: return CheckRegister(value, Kind::kInt, false);
       case Mode::kwI:
       case Mode::kuI: return CheckRegister(value, Kind::kInt, true);
@@ -132,57 +131,57 @@ class Verifier {
       case Mode::krUf:
       case Mode::krUi: return CheckBuffer(value, mode);
       case Mode::krX:
-      case Mode::kwX: return absl::OkStatus();  // checked with the callee in CheckCall
+      case Mode::kwX: return Status();  // checked with the callee in CheckCall
       case Mode::ksO: return CheckSpan(value, count, Kind::kObject, false);
       case Mode::ktO: return CheckSpan(value, count, Kind::kObject, true);
       case Mode::kcO: return CheckSpan(value, count + 1, Kind::kObject, false);
       case Mode::kJ:
-        return (value >= 0 && value < static_cast<int64_t>(fn_.code.size())) ? absl::OkStatus()
+        return (value >= 0 && value < static_cast<int64_t>(fn_.code.size())) ? Status()
                                                                              : FailAt("jump target out of range");
       case Mode::kK: return CheckObjectConstant(value, in.op != Op::CALL_KW);
       case Mode::kP:
         return (value >= 0 && value < static_cast<int64_t>(module_.functions.size()))
-                   ? absl::OkStatus()
+                   ? Status()
                    : FailAt("function index out of range");
-      case Mode::kN: return absl::OkStatus();
+      case Mode::kN: return Status();
       case Mode::kM: {
         if (value < 0 || value >= kMathCount) return FailAt("math function out of range");
         MathShape shape = kMathInfo[value].shape;
         bool fits = (in.op == Op::MATH_F && shape == MathShape::F) || (in.op == Op::MATH_FF && shape == MathShape::FF) ||
                     (in.op == Op::MATH_FI && shape == MathShape::FI) || (in.op == Op::MATH_FB && shape == MathShape::FB);
-        return fits ? absl::OkStatus() : FailAt("math function of the wrong shape");
+        return fits ? Status() : FailAt("math function of the wrong shape");
       }
       case Mode::kY: {
         int64_t op = value >= kBinaryInPlace ? value - kBinaryInPlace : value;
-        return (op >= 0 && op < kBinaryOpCount) ? absl::OkStatus() : FailAt("binary operator out of range");
+        return (op >= 0 && op < kBinaryOpCount) ? Status() : FailAt("binary operator out of range");
       }
-      case Mode::kE: return (value >= 0 && value < kUnaryOpCount) ? absl::OkStatus() : FailAt("unary operator out of range");
+      case Mode::kE: return (value >= 0 && value < kUnaryOpCount) ? Status() : FailAt("unary operator out of range");
       case Mode::kQ:
-        return (value >= 0 && value < kCompareOpCount) ? absl::OkStatus() : FailAt("comparison out of range");
+        return (value >= 0 && value < kCompareOpCount) ? Status() : FailAt("comparison out of range");
       case Mode::kV:
-        return (value >= 0 && value < kFormatConversionCount) ? absl::OkStatus() : FailAt("conversion out of range");
+        return (value >= 0 && value < kFormatConversionCount) ? Status() : FailAt("conversion out of range");
     }
     return FailAt("unknown operand mode");
   }
 
-  absl::Status CheckCall(const Instr& in) const {
+  Status CheckCall(const Instr& in) const {
     const FunctionCode& callee = *module_.functions[in.d];
     if (in.c != callee.num_params()) return FailAt("argument count does not match the callee");
     for (int i = 0; i < in.c; ++i) {
       int reg = in.b + i;
       if (reg >= fn_.num_registers()) return FailAt("argument register out of range");
-      if (fn_.registers[reg] != callee.registers[i]) return FailAt(absl::StrCat("argument ", i, " has the wrong kind"));
+      if (fn_.registers[reg] != callee.registers[i]) return FailAt(Cat("argument ", i, " has the wrong kind"));
     }
     return CheckRegister(in.a, KindOf(callee.result), true);
   }
 
-  absl::Status CheckInstruction(const Instr& in) {
+  Status CheckInstruction(const Instr& in) {
     if (static_cast<int>(in.op) >= kOpCount) return FailAt("unknown opcode");
     const OpInfo& info = InfoOf(in.op);
-    if (absl::Status s = CheckOperand(info.a, in.a, in, 'A'); !s.ok()) return s;
-    if (absl::Status s = CheckOperand(info.b, in.b, in, 'B'); !s.ok()) return s;
-    if (absl::Status s = CheckOperand(info.c, in.c, in, 'C'); !s.ok()) return s;
-    if (absl::Status s = CheckOperand(info.d, in.d, in, 'D'); !s.ok()) return s;
+    if (Status s = CheckOperand(info.a, in.a, in, 'A'); !s.ok()) return s;
+    if (Status s = CheckOperand(info.b, in.b, in, 'B'); !s.ok()) return s;
+    if (Status s = CheckOperand(info.c, in.c, in, 'C'); !s.ok()) return s;
+    if (Status s = CheckOperand(info.d, in.d, in, 'D'); !s.ok()) return s;
     switch (in.op) {
       case Op::CALL_FN: return CheckCall(in);
       case Op::CALL_KW: {
@@ -191,22 +190,22 @@ class Verifier {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i) {
           if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, i))) return FailAt("bad keyword names");
         }
-        return absl::OkStatus();
+        return Status();
       }
-      case Op::CALL_METHOD: return in.c >= 1 ? absl::OkStatus() : FailAt("a method call needs its object");
-      case Op::BUILD_DICT: return in.c % 2 == 0 ? absl::OkStatus() : FailAt("odd dict span");
-      case Op::BUILD_SLICE: return (in.c == 2 || in.c == 3) ? absl::OkStatus() : FailAt("bad slice span");
-      case Op::UNPACK: return in.c >= 1 ? absl::OkStatus() : FailAt("empty unpack");
+      case Op::CALL_METHOD: return in.c >= 1 ? Status() : FailAt("a method call needs its object");
+      case Op::BUILD_DICT: return in.c % 2 == 0 ? Status() : FailAt("odd dict span");
+      case Op::BUILD_SLICE: return (in.c == 2 || in.c == 3) ? Status() : FailAt("bad slice span");
+      case Op::UNPACK: return in.c >= 1 ? Status() : FailAt("empty unpack");
       case Op::RET_I:
-        return fn_.result == ValueType::kInt || fn_.result == ValueType::kBool ? absl::OkStatus()
+        return fn_.result == ValueType::kInt || fn_.result == ValueType::kBool ? Status()
                                                                                : FailAt("returns an int from a function that does not");
       case Op::RET_F:
-        return fn_.result == ValueType::kFloat ? absl::OkStatus() : FailAt("returns a float from a function that does not");
+        return fn_.result == ValueType::kFloat ? Status() : FailAt("returns a float from a function that does not");
       case Op::RET_O:
       case Op::RET_NONE:
-        return KindOf(fn_.result) == Kind::kObject ? absl::OkStatus()
+        return KindOf(fn_.result) == Kind::kObject ? Status()
                                                     : FailAt("returns an object from a typed function");
-      default: return absl::OkStatus();
+      default: return Status();
     }
   }
 
@@ -258,7 +257,7 @@ class Verifier {
     }
   }
 
-  absl::Status CheckAssignedBeforeRead() {
+  Status CheckAssignedBeforeRead() {
     const int n = static_cast<int>(fn_.code.size());
     RegisterSet entry;
     for (int reg = 0; reg < fn_.end_of_constants(); ++reg) entry.set(reg);
@@ -306,11 +305,11 @@ class Verifier {
       ReadsAndWrites(fn_.code[pc_], &reads, &writes);
       for (int reg : reads) {
         if (Tracked(reg) && !in_sets[pc_].test(reg)) {
-          return FailAt(absl::StrCat("reads register ", reg, " before it is assigned on every path"));
+          return FailAt(Cat("reads register ", reg, " before it is assigned on every path"));
         }
       }
     }
-    return absl::OkStatus();
+    return Status();
   }
 
   const ModuleCode& module_;
@@ -320,13 +319,13 @@ class Verifier {
 
 }  // namespace
 
-absl::Status VerifyFunction(const ModuleCode& module, const FunctionCode& fn) { return Verifier(module, fn).Run(); }
+Status VerifyFunction(const ModuleCode& module, const FunctionCode& fn) { return Verifier(module, fn).Run(); }
 
-absl::Status VerifyModule(const ModuleCode& module) {
+Status VerifyModule(const ModuleCode& module) {
   for (const auto& fn : module.functions) {
-    if (absl::Status s = VerifyFunction(module, *fn); !s.ok()) return s;
+    if (Status s = VerifyFunction(module, *fn); !s.ok()) return s;
   }
-  return absl::OkStatus();
+  return Status();
 }
 
 }  // namespace ppy

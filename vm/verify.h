@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "absl/status/status.h"
 #include "vm/code.h"
+#include "vm/status.h"
 
 namespace ppy {
 
@@ -18,9 +18,9 @@ namespace ppy {
 // instruction writes a constant register, that control cannot run off the end,
 // and that every object or buffer register is assigned on every path before an
 // instruction reads it.
-absl::Status VerifyFunction(const ModuleCode& module, const FunctionCode& fn);
+Status VerifyFunction(const ModuleCode& module, const FunctionCode& fn);
 
 // Verifies every function of `module`.
-absl::Status VerifyModule(const ModuleCode& module);
+Status VerifyModule(const ModuleCode& module);
 
 }  // namespace ppy

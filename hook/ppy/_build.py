@@ -1,6 +1,6 @@
 """Building a cache entry from a .ppy source.
 
-The C++ compiler (ppy._ppy.compile) parses the source with CPython's parser,
+The C++ compiler (ppy._compiler.compile) parses the source with CPython's parser,
 checks it and lowers every function it can to bytecode. The module itself stays
 ordinary Python: every compiled `def` gets one more decorator, the innermost,
 
@@ -18,16 +18,8 @@ bytecode, and a warm import runs it without parsing.
 import ast
 import marshal
 
-from ppy import _ppy
-
-# What an entry records as the ppy that wrote it: the release and a digest of
-# the sources the compiler and VM were built from, so that a rebuilt ppy never
-# trusts an entry an older build wrote.
-VERSION = f"0.1.0+{_ppy.BUILD_ID}"
-
-# Extra sections of a cache entry (see vm/serialize.h for the format).
-MODULE_CODE = "PYMC"  # marshal of the rewritten module's code object
-METADATA = "META"  # marshal of a dict: functions, diagnostics, dependencies
+from ppy import _compiler, _hook
+from ppy._hook import METADATA, MODULE_CODE
 
 
 class Build:
@@ -61,7 +53,7 @@ def build(source, filename, module_name, abi, key, source_digest, dependencies):
     The metadata records the source's digest and the closure's, so that a later
     miss can say what changed.
     """
-    tree, functions, diagnostics, code = _ppy.compile(source, filename, module_name)
+    tree, functions, diagnostics, code = _compiler.compile(source, filename, module_name)
     module_code = compile(rewrite(tree, functions), filename, "exec", dont_inherit=True)
     metadata = {
         "functions": functions,
@@ -70,4 +62,4 @@ def build(source, filename, module_name, abi, key, source_digest, dependencies):
         "dependencies": dependencies,
     }
     extras = {MODULE_CODE: marshal.dumps(module_code), METADATA: marshal.dumps(metadata)}
-    return Build(_ppy.serialize(code, VERSION, abi, key, extras), functions, diagnostics)
+    return Build(_compiler.serialize(code, _hook.version(), abi, key, extras), functions, diagnostics)

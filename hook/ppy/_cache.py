@@ -18,57 +18,19 @@ shares it. The rules:
 * a miss says why: no entry, source changed, imported module changed, version
   changed, corrupt entry.
 
+Checking an entry (the warm path) lives in ppy._hook, which `import ppy` loaded
+already; this module, the build path, loads only on a miss.
+
 Every build appends a line to `<cache folder>/build.log`, so that tests and
 users can see who built what without timing anything.
 """
 
 import marshal
 import os
-import sys
 import time
 
-from ppy import _build, _notes
-
-_ABI = sys.implementation.cache_tag  # e.g. "cpython-311"
-
-# Miss reasons, as `ppy build -v` and `ppy run --trace` print them.
-HIT = "hit"
-NO_ENTRY = "no entry"
-SOURCE_CHANGED = "source changed"
-IMPORT_CHANGED = "imported module changed"
-VERSION_CHANGED = "version changed"
-CORRUPT = "corrupt entry"
-
-
-def _digest(data):
-    from _blake2 import blake2b
-
-    return blake2b(data, digest_size=16).hexdigest()
-
-
-def cache_dir_for(source_path):
-    configured = os.environ.get("PPY_CACHE_DIR")
-    if configured:
-        return os.path.abspath(configured)
-    return os.path.join(os.path.dirname(os.path.abspath(source_path)), ".ppy-cache")
-
-
-def entry_path_for(source_path):
-    stem = os.path.splitext(os.path.basename(source_path))[0]
-    return os.path.join(cache_dir_for(source_path), f"{stem}.{_ABI}.ppyc")
-
-
-class Loaded:
-    """A module's compiled code, ready to attach, and how it was obtained."""
-
-    def __init__(self, compiled, metadata, outcome, reason, seconds, path):
-        self.compiled = compiled  # ppy._ppy.CompiledModule
-        self.metadata = metadata  # functions, diagnostics, dependencies
-        self.outcome = outcome  # "hit", "built", "waited" or "memory"
-        self.reason = reason  # why it was not a hit
-        self.seconds = seconds
-        self.path = path
-
+from ppy import _hook, _notes
+from ppy._hook import digest as _digest
 
 def _closure(source_path, source, finder):
     """The .ppy modules `source` imports, transitively: [(name, path, digest)]."""
@@ -110,52 +72,9 @@ def _imported_names(source):
 def _key(source_digest, dependencies):
     from ppy import _ppy
 
-    parts = [_build.VERSION, str(_ppy.BYTECODE_VERSION), _ABI, source_digest]
+    parts = [_hook.version(), str(_ppy.BYTECODE_VERSION), _hook.ABI, source_digest]
     parts.extend(f"{name}={digest}" for name, _, digest in dependencies)
     return _digest("\n".join(parts).encode())
-
-
-def _current_dependencies(recorded):
-    """The recorded closure with today's digests, or None if a file is gone."""
-    current = []
-    for name, path, _ in recorded:
-        try:
-            with open(path, "rb") as handle:
-                current.append((name, path, _digest(handle.read())))
-        except OSError:
-            return None
-    return current
-
-
-def _read(entry_path):
-    try:
-        with open(entry_path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return None
-
-
-def _check_entry(data, source_digest):
-    """Loads entry bytes; returns (compiled, metadata, miss reason or HIT)."""
-    from ppy import _ppy
-
-    if data is None:
-        return None, None, NO_ENTRY
-    try:
-        compiled = _ppy.load(data, _build.VERSION)
-        metadata = marshal.loads(compiled.extras[_build.METADATA])
-    except _ppy.EntryError as error:
-        return None, None, VERSION_CHANGED if error.args[0] == "version" else CORRUPT
-    except (KeyError, ValueError, EOFError, TypeError):
-        return None, None, CORRUPT
-    if metadata.get("source_digest") != source_digest:
-        return None, metadata, SOURCE_CHANGED
-    dependencies = _current_dependencies(metadata.get("dependencies", []))
-    if dependencies is None or dependencies != metadata.get("dependencies"):
-        return None, metadata, IMPORT_CHANGED
-    return compiled, metadata, HIT
 
 
 class _Lock:
@@ -203,27 +122,13 @@ def _log_build(cache_dir, module_name, source_path, reason):
 _memory_notes = set()
 
 
-def load(source_path, module_name, finder):
-    """The compiled code of the module at `source_path`, from the cache or built.
-
-    `finder(name)` locates another .ppy module by import name, for the closure.
-    Raises SyntaxError for a source CPython cannot parse.
-    """
+def build(source_path, module_name, finder, source, source_digest, entry_path, reason, started):
+    """Builds the entry `_hook.load` missed, under the module's lock."""
     from ppy import _ppy
 
-    started = time.perf_counter()
-    with open(source_path, "rb") as handle:
-        source = handle.read()
-    source_digest = _digest(source)
-    entry_path = entry_path_for(source_path)
-    compiled, metadata, reason = _check_entry(_read(entry_path), source_digest)
-    if reason == HIT:
-        return Loaded(compiled, metadata, "hit", HIT, time.perf_counter() - started, entry_path)
-    if reason == CORRUPT:
+    if reason == _hook.CORRUPT:
         _notes.warn(f"the cache entry {entry_path} is corrupt; rebuilding it")
-
     cache_dir = os.path.dirname(entry_path)
-    lock = None
     try:
         os.makedirs(cache_dir, exist_ok=True)
         lock = _Lock(entry_path + ".lock")
@@ -232,15 +137,16 @@ def load(source_path, module_name, finder):
     try:
         if lock is not None:
             # Another process may have built it while this one waited.
-            compiled, metadata, again = _check_entry(_read(entry_path), source_digest)
-            if again == HIT:
-                return Loaded(compiled, metadata, "waited", reason, time.perf_counter() - started, entry_path)
+            compiled, metadata, again = _hook.check_entry(_hook.read_entry(entry_path), source_digest)
+            if again == _hook.HIT:
+                return _hook.Loaded(compiled, metadata, "waited", reason, time.perf_counter() - started, entry_path)
+        from ppy import _build
+
         dependencies = _closure(source_path, source, finder)
         key = _key(source_digest, dependencies)
-        built = _build.build(source, source_path, module_name, _ABI, key, source_digest, dependencies)
-        data = built.data
-        compiled = _ppy.load(data, _build.VERSION)
-        metadata = marshal.loads(compiled.extras[_build.METADATA])
+        data = _build.build(source, source_path, module_name, _hook.ABI, key, source_digest, dependencies).data
+        compiled = _ppy.load(data, _hook.version())
+        metadata = marshal.loads(compiled.extras[_hook.METADATA])
         outcome = "built"
         if lock is not None:
             try:
@@ -253,7 +159,7 @@ def load(source_path, module_name, finder):
         if outcome == "memory" and cache_dir not in _memory_notes:
             _memory_notes.add(cache_dir)
             _notes.note(f"the cache folder {cache_dir} is not writable; building in memory")
-        return Loaded(compiled, metadata, outcome, reason, time.perf_counter() - started, entry_path)
+        return _hook.Loaded(compiled, metadata, outcome, reason, time.perf_counter() - started, entry_path)
     finally:
         if lock is not None:
             lock.release()

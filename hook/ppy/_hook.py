@@ -11,6 +11,7 @@ import importlib.machinery
 import marshal
 import os
 import sys
+import time
 
 from ppy import _notes, _trace
 
@@ -22,19 +23,24 @@ def _plain_python():
 
 
 class _Listing:
-    """A directory's names, re-read when its mtime changes (as FileFinder does)."""
+    """A directory's names, re-read when its mtime changes (as FileFinder does).
 
-    __slots__ = ("mtime", "names")
+    Every import in the process passes through the finder, `import torch`'s
+    thousand included, so a directory without .ppy files costs one stat.
+    """
+
+    __slots__ = ("mtime", "names", "has_ppy")
 
     def __init__(self, mtime, names):
         self.mtime = mtime
         self.names = names
+        self.has_ppy = any(name.endswith(".ppy") for name in names)
 
 
 _listings = {}
 
 
-def _names_in(directory):
+def _listing_of(directory):
     try:
         mtime = os.stat(directory).st_mtime_ns
     except OSError:
@@ -46,7 +52,7 @@ def _names_in(directory):
         except OSError:
             return None
         listing = _listings[directory] = _Listing(mtime, names)
-    return listing.names
+    return listing
 
 
 def find_source(fullname, path=None):
@@ -57,10 +63,11 @@ def find_source(fullname, path=None):
         directory = entry or os.getcwd()
         if not isinstance(directory, str):
             continue
-        names = _names_in(directory)
-        if names is None:
+        listing = _listing_of(directory)
+        if listing is None:
             continue
-        if file_name in names:
+        names = listing.names
+        if listing.has_ppy and file_name in names:
             return os.path.join(directory, file_name)
         # A regular module here comes first on the path.
         if name + ".py" in names or name in names or any(name + suffix in names for suffix in _EXTENSION_SUFFIXES):
@@ -118,18 +125,140 @@ def install():
         sys.meta_path.insert(0, PpyFinder)
 
 
-def _report_diagnostics(loaded, source_path):
-    """Warns once per load about functions that run as Python because of type errors."""
+# ---- The cache's warm path ---------------------------------------------------------------
+# Finding and checking an entry lives here, in the module `import ppy` already
+# loaded, so that a warm import loads nothing but the VM extension. Building an
+# entry (ppy._cache) and compiling (ppy._build, ppy._compiler) load only on a miss.
+
+ABI = sys.implementation.cache_tag  # e.g. "cpython-311"
+
+# Extra sections of a cache entry (see vm/serialize.h for the format).
+MODULE_CODE = "PYMC"  # marshal of the module's code object
+METADATA = "META"  # marshal of a dict: functions, diagnostics, digests, dependencies
+
+# Miss reasons, as `ppy build -v` and `ppy run --trace` print them.
+HIT = "hit"
+NO_ENTRY = "no entry"
+SOURCE_CHANGED = "source changed"
+IMPORT_CHANGED = "imported module changed"
+VERSION_CHANGED = "version changed"
+CORRUPT = "corrupt entry"
+
+
+def version():
+    """The ppy that writes entries: the release and a digest of the sources the
+    compiler and VM were built from, so that a rebuilt ppy never trusts an entry
+    an older build wrote."""
+    from ppy import _ppy, __version__
+
+    return f"{__version__}+{_ppy.BUILD_ID}"
+
+
+def digest(data):
     from ppy import _ppy
 
+    return _ppy.digest(data)
+
+
+def cache_dir_for(source_path):
+    configured = os.environ.get("PPY_CACHE_DIR")
+    if configured:
+        return os.path.abspath(configured)
+    return os.path.join(os.path.dirname(os.path.abspath(source_path)), ".ppy-cache")
+
+
+def entry_path_for(source_path):
+    stem = os.path.splitext(os.path.basename(source_path))[0]
+    return os.path.join(cache_dir_for(source_path), f"{stem}.{ABI}.ppyc")
+
+
+class Loaded:
+    """A module's compiled code, ready to attach, and how it was obtained."""
+
+    def __init__(self, compiled, metadata, outcome, reason, seconds, path):
+        self.compiled = compiled  # ppy._ppy.CompiledModule
+        self.metadata = metadata  # functions, diagnostics, dependencies
+        self.outcome = outcome  # "hit", "built", "waited" or "memory"
+        self.reason = reason  # why it was not a hit
+        self.seconds = seconds
+        self.path = path
+
+
+def _current_dependencies(recorded):
+    """The recorded closure with today's digests, or None if a file is gone."""
+    current = []
+    for name, path, _ in recorded:
+        try:
+            with open(path, "rb") as handle:
+                current.append((name, path, digest(handle.read())))
+        except OSError:
+            return None
+    return current
+
+
+def read_entry(entry_path):
+    try:
+        with open(entry_path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def check_entry(data, source_digest):
+    """Loads entry bytes; returns (compiled, metadata, miss reason or HIT)."""
+    from ppy import _ppy
+
+    if data is None:
+        return None, None, NO_ENTRY
+    try:
+        compiled = _ppy.load(data, version())
+        metadata = marshal.loads(compiled.extras[METADATA])
+    except _ppy.EntryError as error:
+        return None, None, VERSION_CHANGED if error.args[0] == "version" else CORRUPT
+    except (KeyError, ValueError, EOFError, TypeError):
+        return None, None, CORRUPT
+    if metadata.get("source_digest") != source_digest:
+        return None, metadata, SOURCE_CHANGED
+    dependencies = _current_dependencies(metadata.get("dependencies", []))
+    if dependencies is None or dependencies != metadata.get("dependencies"):
+        return None, metadata, IMPORT_CHANGED
+    return compiled, metadata, HIT
+
+
+def load(source_path, module_name, finder):
+    """The compiled code of the module at `source_path`: from the cache, or built.
+
+    `finder(name)` locates another .ppy module by import name, for the closure.
+    Raises SyntaxError for a source CPython cannot parse.
+    """
+    started = time.perf_counter()
+    with open(source_path, "rb") as handle:
+        source = handle.read()
+    source_digest = digest(source)
+    entry_path = entry_path_for(source_path)
+    compiled, metadata, reason = check_entry(read_entry(entry_path), source_digest)
+    if reason == HIT:
+        return Loaded(compiled, metadata, "hit", HIT, time.perf_counter() - started, entry_path)
+    from ppy import _cache
+
+    return _cache.build(source_path, module_name, finder, source, source_digest, entry_path, reason, started)
+
+
+# ---- Running a module ---------------------------------------------------------------------
+
+
+def _report_diagnostics(loaded, source_path):
+    """Warns once per load about functions that run as Python because of type errors."""
     metadata = loaded.metadata
     errors = [d for d in metadata["diagnostics"] if d[0] == "error"]
     if not errors:
         return
     native_failures = [f for f in metadata["functions"] if f["native"] and not f["compiled"]]
+    from ppy import _compiler
+
     with open(source_path, "rb") as handle:
         source = handle.read()
-    text = "".join(_ppy.render_diagnostic(severity, loc, message, source_path, source)
+    text = "".join(_compiler.render_diagnostic(severity, loc, message, source_path, source)
                    for severity, loc, message in errors)
     if native_failures:
         from ppy import CompileError
@@ -145,9 +274,7 @@ def _report_diagnostics(loaded, source_path):
 
 def execute(module, source_path):
     """Runs the .ppy module at `source_path` in `module`'s namespace."""
-    from ppy import _cache, _build
-
-    loaded = _cache.load(source_path, module.__name__, lambda name: find_source(name))
+    loaded = load(source_path, module.__name__, find_source)
     _trace.module_loaded(module.__name__, source_path, loaded)
     _report_diagnostics(loaded, source_path)
     namespace = module.__dict__
@@ -156,7 +283,7 @@ def execute(module, source_path):
     namespace.setdefault("__builtins__", __builtins__)
     loaded.compiled.attach(namespace)
     _trace.functions_bound(module.__name__, loaded.metadata)
-    code = marshal.loads(loaded.compiled.extras[_build.MODULE_CODE])
+    code = marshal.loads(loaded.compiled.extras[MODULE_CODE])
     exec(code, namespace)
 
 

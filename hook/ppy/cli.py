@@ -46,7 +46,7 @@ def _module_name(source_path):
 
 def _syntax_error_text(error, source):
     """A SyntaxError in the diagnostics' format (file:line:col: error: ...)."""
-    from ppy import _ppy
+    from ppy import _compiler
 
     line = error.lineno or 1
     lines = source.decode("utf-8", "replace").splitlines()
@@ -55,26 +55,26 @@ def _syntax_error_text(error, source):
     end_column = (error.end_offset or 0) - 1 if error.end_lineno in (None, line) else len(text)
     byte_column = len(text[:column].encode())
     byte_end = len(text[: max(end_column, column + 1)].encode())
-    return _ppy.render_diagnostic("error", (line, byte_column, line, byte_end), error.msg, error.filename or "?",
-                                  source)
+    return _compiler.render_diagnostic("error", (line, byte_column, line, byte_end), error.msg,
+                                       error.filename or "?", source)
 
 
 def _command_check(args):
-    from ppy import _ppy
+    from ppy import _compiler
 
     failed = False
     for path in _ppy_files(args.paths):
         with open(path, "rb") as handle:
             source = handle.read()
         try:
-            _, functions, diagnostics, _ = _ppy.compile(source, path, _module_name(path))
+            _, functions, diagnostics, _ = _compiler.compile(source, path, _module_name(path))
         except SyntaxError as error:
             error.filename = path
             sys.stdout.write(_syntax_error_text(error, source))
             failed = True
             continue
         for severity, loc, message in diagnostics:
-            sys.stdout.write(_ppy.render_diagnostic(severity, loc, message, path, source))
+            sys.stdout.write(_compiler.render_diagnostic(severity, loc, message, path, source))
             failed = failed or severity == "error"
         if args.verbose:
             for function in functions:
@@ -88,12 +88,12 @@ def _command_check(args):
 
 
 def _command_build(args):
-    from ppy import _cache
+    from ppy import _hook
 
     failed = False
     for path in _ppy_files(args.paths):
         try:
-            loaded = _cache.load(path, _module_name(path), _finder_near(path))
+            loaded = _hook.load(path, _module_name(path), _finder_near(path))
         except SyntaxError as error:
             with open(path, "rb") as handle:
                 sys.stdout.write(_syntax_error_text(error, handle.read()))
@@ -128,9 +128,9 @@ def _command_run(args):
 
 
 def _command_dis(args):
-    from ppy import _cache
+    from ppy import _hook
 
-    loaded = _cache.load(args.file, _module_name(args.file), _finder_near(args.file))
+    loaded = _hook.load(args.file, _module_name(args.file), _finder_near(args.file))
     names = loaded.compiled.function_names()
     if args.function and args.function not in names:
         reasons = {f["name"]: f["reason"] for f in loaded.metadata["functions"] if not f["compiled"]}

@@ -36,7 +36,7 @@ TEST(Serialize, RoundTripsCodeConstantsAndLines) {
   EntryHeader header{kBytecodeVersion, "test-version", "cpython-311", "key123"};
   std::string data = SerializeEntry(header, *compiled->result.code, {{"META", "hello"}});
   EntryProblem problem;
-  absl::StatusOr<Entry> entry = ParseEntry(data, "test-version", &problem);
+  StatusOr<Entry> entry = ParseEntry(data, "test-version", &problem);
   ASSERT_TRUE(entry.ok()) << entry.status();
   EXPECT_EQ(problem, EntryProblem::kNone);
   EXPECT_EQ(entry->header.key, "key123");
@@ -52,7 +52,7 @@ TEST(Serialize, RoundTripsCodeConstantsAndLines) {
 TEST(Serialize, ReportsAnotherVersionBeforeReadingFurther) {
   std::string data = SampleEntry();
   EntryProblem problem;
-  absl::StatusOr<Entry> entry = ParseEntry(data, "another-version", &problem);
+  StatusOr<Entry> entry = ParseEntry(data, "another-version", &problem);
   EXPECT_FALSE(entry.ok());
   EXPECT_EQ(problem, EntryProblem::kVersion);
 }
@@ -61,7 +61,7 @@ TEST(Serialize, RejectsEveryTruncation) {
   std::string data = SampleEntry();
   for (size_t size = 0; size < data.size(); ++size) {
     EntryProblem problem;
-    absl::StatusOr<Entry> entry = ParseEntry(std::string_view(data).substr(0, size), "test-version", &problem);
+    StatusOr<Entry> entry = ParseEntry(std::string_view(data).substr(0, size), "test-version", &problem);
     ASSERT_FALSE(entry.ok()) << "truncated to " << size;
     EXPECT_EQ(problem, EntryProblem::kCorrupt) << size;
   }
@@ -74,7 +74,7 @@ TEST(Serialize, RejectsEveryFlippedBit) {
       std::string corrupt = data;
       corrupt[byte] ^= static_cast<char>(1 << bit);
       EntryProblem problem;
-      absl::StatusOr<Entry> entry = ParseEntry(corrupt, "test-version", &problem);
+      StatusOr<Entry> entry = ParseEntry(corrupt, "test-version", &problem);
       ASSERT_FALSE(entry.ok()) << "bit " << bit << " of byte " << byte;
     }
   }

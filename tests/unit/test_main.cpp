@@ -37,9 +37,9 @@ std::unique_ptr<Compiled> Compile(const std::string& source) {
   compiled->globals = PyDict_New();
   PyDict_SetItemString(compiled->globals, "__name__", PyUnicode_FromString("test"));
   PyDict_SetItemString(compiled->globals, "__builtins__", PyEval_GetBuiltins());
-  absl::Status verified = VerifyModule(*compiled->result.code);
+  Status verified = VerifyModule(*compiled->result.code);
   EXPECT_TRUE(verified.ok()) << verified;
-  absl::Status prepared = PrepareModule(*compiled->result.code, compiled->globals);
+  Status prepared = PrepareModule(*compiled->result.code, compiled->globals);
   EXPECT_TRUE(prepared.ok()) << prepared;
   return compiled;
 }

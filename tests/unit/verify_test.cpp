@@ -25,7 +25,7 @@ std::unique_ptr<ModuleCode> Sample() {
 }
 
 std::string Verify(const ModuleCode& module) {
-  absl::Status status = VerifyModule(module);
+  Status status = VerifyModule(module);
   return status.ok() ? "ok" : std::string(status.message());
 }
 

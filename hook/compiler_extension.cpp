@@ -1,0 +1,142 @@
+// ppy._compiler: the compiler, loaded only when a module is built or checked
+// (never on a warm import, so that its dependencies cost nothing there).
+//
+//   compile(source, filename, module_name) -> (tree, functions, diagnostics, code)
+//   serialize(code, ppy_version, abi, key, extras) -> bytes
+//   render_diagnostic(severity, loc, message, filename, source) -> str
+
+#include <Python.h>
+
+#include <map>
+#include <string>
+
+#include "build_id.h"
+#include "compiler/ast_reader.h"
+#include "compiler/compile.h"
+#include "compiler/diagnostics.h"
+#include "vm/serialize.h"
+
+namespace ppy {
+namespace {
+
+const char* kCodeCapsule = "ppy.ModuleCode";
+
+void DeleteCode(PyObject* capsule) {
+  delete static_cast<ModuleCode*>(PyCapsule_GetPointer(capsule, kCodeCapsule));
+}
+
+std::string BytesOf(PyObject* object) {
+  char* data;
+  Py_ssize_t size;
+  if (PyBytes_AsStringAndSize(object, &data, &size) < 0) return {};
+  return std::string(data, size);
+}
+
+PyObject* LocTuple(const Loc& loc) { return Py_BuildValue("(iiii)", loc.line, loc.col, loc.end_line, loc.end_col); }
+
+PyObject* Compile(PyObject*, PyObject* args) {
+  PyObject* source;
+  const char* filename;
+  const char* module_name;
+  if (!PyArg_ParseTuple(args, "Sss:compile", &source, &filename, &module_name)) return nullptr;
+  std::string text = BytesOf(source);
+  PyObject* tree = ParseSource(text, filename);
+  if (tree == nullptr) return nullptr;
+  CompileResult result = CompileModule(tree, filename, module_name);
+  if (PyErr_Occurred()) {
+    Py_DECREF(tree);
+    return nullptr;
+  }
+  PyObject* functions = PyList_New(0);
+  for (const FunctionReport& report : result.functions) {
+    PyObject* item = Py_BuildValue("{s:s,s:i,s:i,s:i,s:O,s:O,s:s,s:N}", "name", report.name.c_str(), "line",
+                                   report.line, "statement", report.statement_index, "index", report.code_index,
+                                   "compiled", report.compiled ? Py_True : Py_False, "native",
+                                   report.native_required ? Py_True : Py_False, "reason", report.reason.c_str(),
+                                   "reason_loc", LocTuple(report.reason_loc));
+    PyList_Append(functions, item);
+    Py_DECREF(item);
+  }
+  PyObject* diagnostics = PyList_New(0);
+  static const char* kSeverity[] = {"error", "warning", "note"};
+  for (const Diagnostic& diagnostic : result.diagnostics) {
+    PyObject* item = Py_BuildValue("(sNs)", kSeverity[static_cast<int>(diagnostic.severity)], LocTuple(diagnostic.loc),
+                                   diagnostic.message.c_str());
+    PyList_Append(diagnostics, item);
+    Py_DECREF(item);
+  }
+  PyObject* code = PyCapsule_New(result.code.release(), kCodeCapsule, DeleteCode);
+  return Py_BuildValue("(NNNN)", tree, functions, diagnostics, code);
+}
+
+PyObject* Serialize(PyObject*, PyObject* args) {
+  PyObject* capsule;
+  const char *ppy_version, *abi, *key;
+  PyObject* extras;
+  if (!PyArg_ParseTuple(args, "O!sssO!:serialize", &PyCapsule_Type, &capsule, &ppy_version, &abi, &key,
+                        &PyDict_Type, &extras)) {
+    return nullptr;
+  }
+  auto* code = static_cast<ModuleCode*>(PyCapsule_GetPointer(capsule, kCodeCapsule));
+  if (code == nullptr) return nullptr;
+  std::map<std::string, std::string> sections;
+  PyObject *tag, *payload;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(extras, &pos, &tag, &payload)) {
+    const char* name = PyUnicode_AsUTF8(tag);
+    if (name == nullptr || !PyBytes_Check(payload)) {
+      PyErr_SetString(PyExc_TypeError, "extras maps str tags to bytes");
+      return nullptr;
+    }
+    sections[name] = BytesOf(payload);
+  }
+  EntryHeader header{kBytecodeVersion, ppy_version, abi, key};
+  std::string data = SerializeEntry(header, *code, sections);
+  if (PyErr_Occurred()) return nullptr;
+  return PyBytes_FromStringAndSize(data.data(), data.size());
+}
+
+PyObject* Render(PyObject*, PyObject* args) {
+  const char* severity;
+  Loc loc;
+  const char* message;
+  const char* filename;
+  PyObject* source;
+  if (!PyArg_ParseTuple(args, "s(iiii)ssS:render_diagnostic", &severity, &loc.line, &loc.col, &loc.end_line,
+                        &loc.end_col, &message, &filename, &source)) {
+    return nullptr;
+  }
+  Diagnostic diagnostic;
+  diagnostic.severity = std::string_view(severity) == "warning" ? Severity::kWarning
+                        : std::string_view(severity) == "note"  ? Severity::kNote
+                                                                : Severity::kError;
+  diagnostic.loc = loc;
+  diagnostic.message = message;
+  std::string text = RenderDiagnostic(diagnostic, filename, BytesOf(source));
+  return PyUnicode_DecodeUTF8(text.data(), text.size(), "replace");
+}
+
+PyMethodDef kMethods[] = {
+    {"compile", Compile, METH_VARARGS, "compile(source, filename, module_name) -> (tree, functions, diagnostics, code)"},
+    {"serialize", Serialize, METH_VARARGS, "serialize(code, ppy_version, abi, key, extras) -> bytes"},
+    {"render_diagnostic", Render, METH_VARARGS,
+     "render_diagnostic(severity, (line, col, end_line, end_col), message, filename, source) -> str"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef kModule = {
+    PyModuleDef_HEAD_INIT, "ppy._compiler", "The ppy compiler.", -1, kMethods, nullptr, nullptr, nullptr, nullptr,
+};
+
+}  // namespace
+}  // namespace ppy
+
+PyMODINIT_FUNC PyInit__compiler() {
+  PyObject* module = PyModule_Create(&ppy::kModule);
+  if (module == nullptr) return nullptr;
+  if (PyModule_AddStringConstant(module, "BUILD_ID", PPY_BUILD_ID) < 0) {
+    Py_DECREF(module);
+    return nullptr;
+  }
+  return module;
+}
