@@ -146,3 +146,49 @@ def test_a_buffer_of_the_wrong_format_names_the_parameter(runner, tmp_path):
 def test_import_ppy_is_cheap_and_loads_no_compiler(runner):
     result = runner.python("-c", "import sys, ppy; print('ppy._ppy' in sys.modules, 'ast' in sys.modules)")
     assert result.stdout == "False False\n"
+
+
+def test_ctrl_c_interrupts_a_long_native_loop(runner, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    _write(tmp_path, "spin.ppy", """\
+        def spin(n: int) -> int:
+            total = 0
+            for i in range(n):
+                total += i % 7
+            return total
+
+        def wait() -> int:
+            k = 0
+            while True:
+                k += 1
+        """)
+    for call in ("spin.spin(10**15)", "spin.wait()"):
+        process = subprocess.Popen(
+            [sys.executable, "-c", f"import ppy, spin; print('ready', flush=True); {call}"], cwd=tmp_path,
+            env=runner.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert process.stdout.readline() == "ready\n"
+        time.sleep(0.3)
+        process.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, stderr = process.communicate(timeout=10)
+        assert time.monotonic() - started < 2.0
+        # CPython ends an unhandled KeyboardInterrupt by dying of SIGINT.
+        assert process.returncode == -signal.SIGINT
+        assert stderr.rstrip().endswith("KeyboardInterrupt"), stderr
+        assert "spin.ppy" in stderr
+
+
+def test_trace_reports_the_cache_the_tiers_and_a_summary(runner):
+    first = runner.ppy("run", "--trace", "features.ppy", cwd=EXAMPLE)
+    assert first.stdout == SEED_LINE
+    assert "ppy trace: module __main__ (features.ppy): cache miss (no entry), built into the cache in" in first.stderr
+    for name in ("standardize", "bucketize", "_check"):
+        assert f"ppy trace:   __main__.{name}: vm\n" in first.stderr
+    second = runner.ppy("run", "--trace", "features.ppy", cwd=EXAMPLE)
+    assert "ppy trace: module __main__ (features.ppy): cache hit, loaded in" in second.stderr
+    summary = second.stderr.split("summary:")[1]
+    assert "__main__.standardize" in summary and "1 calls" in summary
