@@ -1222,6 +1222,23 @@ void Lowering::AugAssign(const Stmt& stmt) {
         int buffer = Value(base);
         int position = IndexValue(index);
         Type element = base.type.element();
+        ElemType elem = base.type.elem;
+        if (op == BinOp::kAdd && ((elem == ElemType::kF64 && value.type.is_float()) ||
+                                  (elem == ElemType::kI64 && value.type.is_integral()))) {
+          // The element is read before the value is evaluated, as in CPython;
+          // evaluating the value first is the same unless it raises, so only
+          // values that cannot raise fuse.
+          bool cannot_raise = value.kind == ExprKind::kInt || value.kind == ExprKind::kFloat ||
+                              value.kind == ExprKind::kBool ||
+                              (value.kind == ExprKind::kName && value.resolution == Resolution::kLocal &&
+                               !value.check_bound);
+          if (cannot_raise) {
+            int right = Value(value);
+            line_ = stmt.loc.line;
+            Emit(elem == ElemType::kF64 ? Op::ADDTO_F64 : Op::ADDTO_I64, buffer, position, right);
+            break;
+          }
+        }
         int current = LoadElementAt(buffer, base.type, position, -1);
         int right = Value(value);
         Type result = stmt.result_type;
@@ -1645,7 +1662,8 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
   // for writable views.
   for (const Instr& in : fn->code) {
     bool store = in.op == Op::STORE_F64 || in.op == Op::STORE_I64 || in.op == Op::STORE_F || in.op == Op::STORE_I ||
-                 in.op == Op::STOREX_F64 || in.op == Op::STOREX_I64;
+                 in.op == Op::STOREX_F64 || in.op == Op::STOREX_I64 || in.op == Op::ADDTO_F64 ||
+                 in.op == Op::ADDTO_I64;
     if (store && in.a < num_params) fn->params[in.a].writes = true;
   }
   return fn;

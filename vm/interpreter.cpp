@@ -822,6 +822,41 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
   }
   NEXT;
 
+  CASE(ADDTO_F64) {
+    const BufferView& view = *R(in.a).u;
+    int64_t index = R(in.b).i;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.b).i, false);
+      goto error;
+    }
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
+    reinterpret_cast<double*>(view.data)[index] += R(in.c).f;
+  }
+  NEXT;
+  CASE(ADDTO_I64) {
+    const BufferView& view = *R(in.a).u;
+    int64_t index = R(in.b).i;
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.b).i, false);
+      goto error;
+    }
+    int64_t* element = reinterpret_cast<int64_t*>(view.data) + index;
+    int64_t sum;
+    if (__builtin_add_overflow(*element, R(in.c).i, &sum)) {
+      RaiseIntOverflow(fn, PC, "+");
+      goto error;
+    }
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
+    *element = sum;
+  }
+  NEXT;
+
   // ---- math ------------------------------------------------------------------------------
   CASE(SQRT_F) {
     double x = R(in.b).f;
