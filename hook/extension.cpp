@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "asmjit-backend/jit.h"
 #include "build_id.h"
 #include "vm/function_object.h"
 #include "vm/interpreter.h"
@@ -81,7 +82,48 @@ PyObject* SetProfilingFromPython(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+PyObject* g_jit_listener = nullptr;
+
+void ForwardJitEvent(const std::string& event) {
+  if (g_jit_listener == nullptr) return;
+  PyObject* result = PyObject_CallFunction(g_jit_listener, "s", event.c_str());
+  if (result == nullptr) PyErr_WriteUnraisable(g_jit_listener);
+  Py_XDECREF(result);
+}
+
+PyObject* SetJitListener(PyObject*, PyObject* listener) {
+  Py_XSETREF(g_jit_listener, listener == Py_None ? nullptr : Py_NewRef(listener));
+  jit::SetListener(g_jit_listener ? ForwardJitEvent : nullptr);
+  Py_RETURN_NONE;
+}
+
+// jit_listing(compiled_module, name) -> the machine code ppy compiles for it.
+PyObject* JitListing(PyObject*, PyObject* args) {
+  PyObject* module;
+  const char* name;
+  if (!PyArg_ParseTuple(args, "O!s:jit_listing", &CompiledModuleType, &module, &name)) return nullptr;
+  const ModuleCode& code = *reinterpret_cast<CompiledModuleObject*>(module)->code;
+  for (const auto& fn : code.functions) {
+    if (fn->name != name) continue;
+    if (code.globals == nullptr) {
+      PyErr_SetString(PyExc_RuntimeError, "jit_listing() needs an attached module");
+      return nullptr;
+    }
+    jit::Blob blob;
+    std::string listing, error;
+    if (!jit::CompileBlob(*fn, &blob, &listing, &error)) {
+      PyErr_SetString(PyExc_RuntimeError, error.c_str());
+      return nullptr;
+    }
+    return PyUnicode_FromString(listing.c_str());
+  }
+  PyErr_Format(PyExc_KeyError, "no compiled function %s", name);
+  return nullptr;
+}
+
 PyMethodDef kMethods[] = {
+    {"jit_listing", JitListing, METH_VARARGS, "jit_listing(compiled_module, name) -> str: the machine code"},
+    {"set_jit_listener", SetJitListener, METH_O, "set_jit_listener(callable or None): JIT events for --trace"},
     {"digest", Digest, METH_O, "digest(data) -> 32 hex digits: the cache's content digest"},
     {"set_profiling", SetProfilingFromPython, METH_O, "set_profiling(enabled): time every call of a compiled function"},
     {"load", Load, METH_VARARGS, "load(data, ppy_version) -> CompiledModule, verified; attach() it to run it"},
@@ -99,6 +141,7 @@ PyModuleDef kModule = {
 PyMODINIT_FUNC PyInit__ppy() {
   PyObject* module = PyModule_Create(&ppy::kModule);
   if (module == nullptr) return nullptr;
+  ppy::jit::Install();
   if (!ppy::InitFunctionTypes(module)) {
     Py_DECREF(module);
     return nullptr;

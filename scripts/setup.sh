@@ -28,6 +28,31 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# ---- asmjit's source, from Debian ----------------------------------------------------
+# Debian's libasmjit.a is not position-independent and cannot go into a Python
+# extension, so the build compiles asmjit's Debian source package itself. The
+# source lives under build/, never in the repository.
+if [ ! -f build/asmjit-src/CMakeLists.txt ]; then
+  if ! apt-get source --print-uris asmjit >/dev/null 2>&1; then
+    echo "setup: adding a deb-src entry for ${VERSION_CODENAME}"
+    $SUDO tee /etc/apt/sources.list.d/ppy-deb-src.sources >/dev/null <<SOURCES
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: ${VERSION_CODENAME} ${VERSION_CODENAME}-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+    $SUDO apt-get update -qq
+  fi
+  echo "setup: fetching asmjit's Debian source package"
+  rm -rf build/asmjit-download
+  mkdir -p build/asmjit-download
+  (cd build/asmjit-download && apt-get source -qq asmjit >/dev/null 2>&1)
+  rm -rf build/asmjit-src
+  mv "$(find build/asmjit-download -maxdepth 1 -mindepth 1 -type d -name 'asmjit-*' | head -n 1)" build/asmjit-src
+  rm -rf build/asmjit-download
+fi
+
 # ---- Python packages -----------------------------------------------------------------
 want=(scikit-build-core pytest numpy "torch==2.13.0" accelerate)
 if ! "$PYTHON" - "${want[@]}" <<'PY'

@@ -25,6 +25,15 @@ namespace ppy {
 enum class Kind : uint8_t { kInt = 0, kFloat = 1, kObject = 2, kBuffer = 3 };
 inline constexpr int kKindCount = 4;
 
+union Value;
+
+struct JitCallContext;
+
+// Machine code of the asmjit tier for one function (see vm/tiering.h).
+using JitFunction = int64_t (*)(Value* regs, Value* result, const JitCallContext* context, int64_t entry_pc);
+
+enum class JitState : uint8_t { kNone, kCompiled, kUnavailable };
+
 // Element types of Buffer[T]. The names are the ones the ppy package exports.
 #define PPY_ELEM_TYPES(X)                     \
   X(F64, "f64", 8, true, false)               \
@@ -114,10 +123,20 @@ struct FunctionCode {
   std::vector<uint8_t> object_params;       // object parameters, owned by the frame
   std::vector<uint8_t> owned_objects;       // other object registers released at exit
   int num_buffer_params = 0;
+  std::vector<int32_t> loop_headers;  // targets of back edges, sorted: where machine code can be entered
 
   // Counters the runtime keeps (tiering, `ppy run --trace`).
   mutable uint64_t calls = 0;
+  mutable uint64_t back_edges = 0;
+  mutable uint64_t jit_entries = 0;  // times the interpreter entered machine code
   mutable uint64_t nanoseconds = 0;  // inclusive, only while profiling
+
+  // The asmjit tier's code, once compiled or mapped from the cache.
+  mutable JitFunction jit_entry = nullptr;
+  mutable JitState jit_state = JitState::kNone;
+  mutable void* jit_memory = nullptr;  // the mapping that holds it, released with the function
+  mutable size_t jit_size = 0;
+  bool IsLoopHeader(int32_t pc) const;
 
   FunctionCode() = default;
   FunctionCode(const FunctionCode&) = delete;

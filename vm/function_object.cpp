@@ -389,14 +389,14 @@ PyObject* ModuleDis(PyObject* op, PyObject* args) {
   return PyUnicode_FromString(text.c_str());
 }
 
-// stats() -> [(name, calls, seconds)] for every compiled function.
+// stats() -> [(name, calls, seconds, jit entries)] for every compiled function.
 PyObject* ModuleStats(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   PyObject* stats = PyList_New(0);
   if (stats == nullptr) return nullptr;
   for (const auto& fn : self->code->functions) {
-    PyObject* item = Py_BuildValue("(sKd)", fn->name.c_str(), static_cast<unsigned long long>(fn->calls),
-                                   fn->nanoseconds / 1e9);
+    PyObject* item = Py_BuildValue("(sKdK)", fn->name.c_str(), static_cast<unsigned long long>(fn->calls),
+                                   fn->nanoseconds / 1e9, static_cast<unsigned long long>(fn->jit_entries));
     if (item == nullptr || PyList_Append(stats, item) < 0) {
       Py_XDECREF(item);
       Py_DECREF(stats);
@@ -431,7 +431,7 @@ PyMethodDef kModuleMethods[] = {
     {"binder", ModuleBinder, METH_O, "binder(index) -> the decorator that makes a compiled def's function"},
     {"function_names", ModuleFunctionNames, METH_NOARGS, "The compiled functions, in index order."},
     {"dis", ModuleDis, METH_VARARGS, "dis([name]) -> the disassembly of every (or one) function"},
-    {"stats", ModuleStats, METH_NOARGS, "stats() -> [(name, calls, seconds)]; seconds only while profiling"},
+    {"stats", ModuleStats, METH_NOARGS, "stats() -> [(name, calls, seconds, jit entries)]; seconds only while profiling"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -16,8 +16,12 @@
 #include <cstring>
 
 #include "vm/math_table.h"
+#include "vm/tiering.h"
 
 namespace ppy {
+
+Tiering g_tiering;
+
 namespace {
 
 // Replaces an object register's value with a new reference, releasing the old.
@@ -269,6 +273,24 @@ int64_t MathToBool(int fn, double x) {
   }
 }
 
+// Whether `fn` should have machine code by now; compiles it if so.
+bool TierUpAtCall(const FunctionCode& fn) {
+  if (fn.jit_state == JitState::kNone &&
+      (g_tiering.mode == JitMode::kEager || fn.calls >= g_tiering.call_threshold)) {
+    g_tiering.compile(fn, g_tiering.mode == JitMode::kEager ? "eager" : "calls");
+  }
+  return fn.jit_state == JitState::kCompiled;
+}
+
+bool TierUpAtLoop(const FunctionCode& fn) {
+  fn.back_edges += kBackEdgesPerCheck;
+  if (fn.jit_state == JitState::kNone &&
+      (g_tiering.mode == JitMode::kEager || fn.back_edges >= g_tiering.back_edge_threshold)) {
+    g_tiering.compile(fn, "loop");
+  }
+  return fn.jit_state == JitState::kCompiled;
+}
+
 void AddTraceback(const FunctionCode& fn, int pc) {
   int line = (pc >= 0 && pc < static_cast<int>(fn.lines.size())) ? fn.lines[pc] : fn.first_line;
   _PyTraceback_Add(fn.name.c_str(), fn.module->filename.c_str(), line);
@@ -336,18 +358,48 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
     ip = code + (target); \
     goto* kDispatch[static_cast<uint8_t>(ip->op)]; \
   } while (0)
-#define BACK_EDGE_TO(target)                  \
-  do {                                        \
-    if (--ticks == 0) {                       \
-      ticks = kBackEdgesPerCheck;             \
-      if (PyErr_CheckSignals() != 0) goto error; \
-    }                                         \
-    JUMP_TO(target);                          \
+  // Every kBackEdgesPerCheck back edges: Ctrl-C, and the switch to machine code
+  // once the function's loops are hot.
+#define BACK_EDGE_TO(target)                                             \
+  do {                                                                   \
+    if (--ticks == 0) {                                                  \
+      ticks = kBackEdgesPerCheck;                                        \
+      if (PyErr_CheckSignals() != 0) goto error;                         \
+      if (g_tiering.mode != JitMode::kOff && TierUpAtLoop(fn)) {         \
+        if (fn.jit_entry != nullptr && fn.IsLoopHeader(target)) {        \
+          jit_pc = (target);                                             \
+          goto enter_jit;                                                \
+        }                                                                \
+      }                                                                  \
+    }                                                                    \
+    JUMP_TO(target);                                                     \
   } while (0)
 #define PC static_cast<int>(ip - code)
 
   Instr in;
+  int64_t jit_pc = 0;
+  if (g_tiering.mode != JitMode::kOff && TierUpAtCall(fn) && fn.jit_entry != nullptr) goto enter_jit;
   goto* kDispatch[static_cast<uint8_t>(ip->op)];
+
+  // Machine code runs on this same frame. It returns to be resumed at a pc (a
+  // side exit: the instruction there runs here, raising what it must), or with
+  // the function's result, or with an exception raised at a pc.
+enter_jit : {
+  JitCallContext context{g_tiering.helpers, &fn};
+  ++fn.jit_entries;
+  int64_t outcome = fn.jit_entry(regs, result, &context, jit_pc);
+  if (outcome == kJitReturned) {
+    ok = true;
+    goto done;
+  }
+  if (outcome < kJitReturned) {
+    ip = code + kJitErrorPc(outcome);
+    goto error;
+  }
+  ip = code + outcome;
+  ticks = 1;  // back into machine code at the next back edge
+  goto* kDispatch[static_cast<uint8_t>(ip->op)];
+}
 
   // ---- Moves -----------------------------------------------------------------------
   CASE(MOVE_I) R(in.a).i = R(in.b).i; NEXT;

@@ -1,5 +1,6 @@
 #include "vm/loader.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "vm/runtime.h"
@@ -25,6 +26,12 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
       }
       fn->initial_constants.push_back(bits);
     }
+    fn->loop_headers.clear();
+    for (const Instr& in : fn->code) {
+      if (HasFlag(in.op, kFlagLoop)) fn->loop_headers.push_back(in.d);
+    }
+    std::sort(fn->loop_headers.begin(), fn->loop_headers.end());
+    fn->loop_headers.erase(std::unique(fn->loop_headers.begin(), fn->loop_headers.end()), fn->loop_headers.end());
     fn->object_params.clear();
     fn->owned_objects.clear();
     fn->num_buffer_params = 0;

@@ -2,6 +2,9 @@
 
 #include "vm/runtime.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -21,7 +24,12 @@ const ElemInfo& InfoOf(ElemType elem) {
   return kInfo[static_cast<int>(elem)];
 }
 
+bool FunctionCode::IsLoopHeader(int32_t pc) const {
+  return std::binary_search(loop_headers.begin(), loop_headers.end(), pc);
+}
+
 FunctionCode::~FunctionCode() {
+  if (jit_memory != nullptr) munmap(jit_memory, jit_size);
   if (objects.empty() || !Py_IsInitialized()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   for (PyObject* object : objects) Py_XDECREF(object);

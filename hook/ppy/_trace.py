@@ -59,9 +59,9 @@ def functions_bound(name, metadata):
 def _summary():
     rows = []
     for module_name, compiled in _modules:
-        for function, calls, seconds in compiled.stats():
+        for function, calls, seconds, entries in compiled.stats():
             if calls:
-                rows.append((seconds, calls, f"{module_name}.{function}"))
-    _emit("summary: calls and time (inclusive) per compiled function")
-    for seconds, calls, name in sorted(rows, reverse=True):
-        _emit(f"  {name:40s} {calls:10d} calls {seconds * 1000:12.3f} ms")
+                rows.append((seconds, calls, entries, f"{module_name}.{function}"))
+    _emit("summary: calls, time (inclusive) and entries into machine code per compiled function")
+    for seconds, calls, entries, name in sorted(rows, reverse=True):
+        _emit(f"  {name:40s} {calls:10d} calls {seconds * 1000:12.3f} ms {entries:10d} jit entries")

@@ -35,7 +35,9 @@ def _declared_fallbacks(path):
     return {name.strip() for name in match.group(1).split(",")} if match else set()
 
 
-MODES = {"vm": {"PPY_JIT": "0"}}
+# The interpreter alone, and every function compiled to machine code before
+# its first call (the differential suite's view of the JIT).
+MODES = {"vm": {"PPY_JIT": "0"}, "jit": {"PPY_JIT": "eager"}}
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))

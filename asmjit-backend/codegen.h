@@ -1,0 +1,980 @@
+// The code generator: typed bytecode to machine code, for any backend.
+//
+// The machine code works on the interpreter's own frame. On entry it loads the
+// typed registers it uses into virtual registers (a buffer register brings its
+// data pointer and length along, and, if the function stores into it, the length
+// a store may use: 0 for a read-only buffer, so that a store into one leaves for
+// the interpreter, which raises what the exporter raises), then jumps to the entry pc:
+// 0, or a loop header for on-stack replacement. Every instruction keeps its
+// exact bytecode meaning. Whatever is unusual (an overflow, an index outside the
+// buffer, a division by zero, a NaN where a fast path needs a number) leaves
+// through a side exit: the registers the interpreter will read are stored back
+// and the code returns the pc, so that the interpreter runs that very
+// instruction and raises exactly what it raises. Instructions the machine code
+// does not cover (object mode) leave the same way; the interpreter enters again
+// at the next back edge.
+//
+// Bounds checks leave counted loops (range loops stepping by one) when the loop
+// proves them: an access buf[i] or buf[base + i], with i the loop's counter and
+// base, the bound and the buffer unchanged in the loop, stays inside the buffer
+// on every iteration if it does on the first and the last. A guard at the loop's
+// entry checks exactly that (and that a buffer the loop stores into is
+// writable); if it fails, the loop runs on the interpreter, which raises the
+// exact IndexError at the exact iteration.
+#pragma once
+
+#include <algorithm>
+#include <bitset>
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "asmjit-backend/backend.h"
+#include "asmjit-backend/helpers.h"
+#include "vm/code.h"
+#include "vm/interpreter.h"
+#include "vm/runtime.h"
+#include "vm/tiering.h"
+
+namespace ppy::jit {
+
+using RegisterSet = std::bitset<kMaxRegisters>;
+
+// The registers an instruction reads and writes, from its operand modes.
+void RegistersOf(const FunctionCode& fn, const Instr& in, RegisterSet* reads, RegisterSet* writes);
+
+// Which instructions the machine code runs itself (the rest are side exits).
+bool Covers(const FunctionCode& fn, const Instr& in);
+
+template <typename B>
+class CodeGen {
+ public:
+  using Int = typename B::Int;
+  using Float = typename B::Float;
+  using Label = typename B::Label;
+
+  CodeGen(B& backend, const FunctionCode& fn) : b_(backend), fn_(fn) {}
+
+  void Generate() {
+    Analyze();
+    const int n = static_cast<int>(fn_.code.size());
+    labels_.resize(n);
+    for (int pc = 0; pc < n; ++pc) {
+      if (targets_[pc]) labels_[pc] = b_.NewLabel();
+    }
+    Int regs, result, context;
+    b_.Begin(&regs, &result, &context, &entry_pc_);
+    // The frame, the result and the context are needed only at exits, returns
+    // and calls: they wait in stack slots so that loops have the registers.
+    regs_slot_ = b_.NewSlot();
+    result_slot_ = b_.NewSlot();
+    context_slot_ = b_.NewSlot();
+    b_.StoreSlot(regs, regs_slot_);
+    b_.StoreSlot(result, result_slot_);
+    b_.StoreSlot(context, context_slot_);
+    LoadRegisters(regs);
+    Dispatch();
+    for (pc_ = 0; pc_ < n; ++pc_) {
+      if (fn_.IsLoopHeader(pc_) && !counted_loops_.count(pc_)) b_.AlignLoop();
+      if (targets_[pc_]) b_.Bind(labels_[pc_]);
+      auto loop = counted_loops_.find(pc_);
+      if (loop != counted_loops_.end()) EmitGuards(loop->second);
+      Instruction(fn_.code[pc_]);
+    }
+    EmitExits();
+    b_.End();
+  }
+
+ private:
+  // ---- Analysis -----------------------------------------------------------------------
+
+  void Analyze() {
+    const int n = static_cast<int>(fn_.code.size());
+    targets_.assign(n, false);
+    targets_[0] = true;
+    for (int32_t header : fn_.loop_headers) targets_[header] = true;
+    for (int pc = 0; pc < n; ++pc) {
+      const Instr& in = fn_.code[pc];
+      if (HasFlag(in.op, kFlagJump)) targets_[in.d] = true;
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      if (Covers(fn_, in)) {
+        used_ |= reads | writes;
+        written_ |= writes;
+        if (StoresInto(in) >= 0) stored_.set(StoresInto(in));
+      }
+    }
+    // A buffer register another is copied from shares its store length.
+    for (const Instr& in : fn_.code) {
+      if (in.op == Op::MOVE_U && (stored_[in.a] || stored_[in.b])) {
+        stored_.set(in.a);
+        stored_.set(in.b);
+      }
+    }
+    FindCountedLoops();
+    // Liveness: what the interpreter may read after a side exit at pc.
+    live_in_.assign(n, RegisterSet());
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int pc = n - 1; pc >= 0; --pc) {
+        const Instr& in = fn_.code[pc];
+        RegisterSet out;
+        uint32_t flags = InfoOf(in.op).flags;
+        if (!(flags & kFlagEnd) && pc + 1 < n) out |= live_in_[pc + 1];
+        if (flags & kFlagJump) out |= live_in_[in.d];
+        RegisterSet reads, writes;
+        RegistersOf(fn_, in, &reads, &writes);
+        RegisterSet live = reads | (out & ~writes);
+        if (live != live_in_[pc]) {
+          live_in_[pc] = live;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  Kind KindOf(int reg) const { return fn_.registers[reg].kind; }
+
+  // The buffer register an instruction stores into, or -1.
+  static int StoresInto(const Instr& in) {
+    switch (in.op) {
+      case Op::STORE_F64: case Op::STORE_I64: case Op::STORE_F: case Op::STORE_I:
+      case Op::STOREX_F64: case Op::STOREX_I64: case Op::ADDTO_F64: case Op::ADDTO_I64:
+        return in.a;
+      default:
+        return -1;
+    }
+  }
+
+  // A loop `for counter in range(.., limit)` closed by FORLOOP_INC, and the
+  // buffer accesses in it whose bounds its entry guard checks.
+  struct Access {
+    int buffer;
+    int base;  // -1 for buf[counter]
+    bool store;
+  };
+  struct CountedLoop {
+    int header = 0;
+    int counter = 0;
+    int limit = 0;
+    std::vector<Access> accesses;
+    std::vector<int> nonzero_floats;  // float divisors the loop does not change
+    std::vector<int> nonzero_ints;    // int divisors the loop does not change
+    std::vector<int> exact_doubles;   // ints compared with floats, unchanged by the loop
+    std::map<int, Int> data;          // buffer register -> the loop's copy of its data pointer
+    Label body;  // after the guard: where the back edge goes
+  };
+
+  bool WrittenIn(int reg, int first, int last) const {
+    for (int pc = first; pc <= last; ++pc) {
+      RegisterSet reads, writes;
+      RegistersOf(fn_, fn_.code[pc], &reads, &writes);
+      if (writes[reg]) return true;
+    }
+    return false;
+  }
+
+  void FindCountedLoops() {
+    const int n = static_cast<int>(fn_.code.size());
+    checked_.assign(n, true);
+    nonzero_checked_.assign(n, true);
+    for (int end = 0; end < n; ++end) {
+      const Instr& close = fn_.code[end];
+      if (close.op != Op::FORLOOP_INC || close.d > end) continue;
+      CountedLoop loop;
+      loop.header = close.d;
+      loop.counter = close.a;
+      loop.limit = close.b;
+      if (WrittenIn(loop.counter, loop.header, end - 1) || WrittenIn(loop.limit, loop.header, end)) continue;
+      for (int pc = loop.header; pc < end; ++pc) {
+        const Instr& in = fn_.code[pc];
+        int buffer = -1, base = -1, index = -1;
+        bool store = false;
+        switch (in.op) {
+          case Op::LOAD_F64: case Op::LOAD_I64: case Op::LOAD_F: case Op::LOAD_I:
+            buffer = in.b; index = in.c; break;
+          case Op::STORE_F64: case Op::STORE_I64: case Op::STORE_F: case Op::STORE_I:
+            buffer = in.a; index = in.b; store = true; break;
+          case Op::LOADX_F64: case Op::LOADX_I64:
+            buffer = in.b; base = in.c; index = in.d; break;
+          case Op::STOREX_F64: case Op::STOREX_I64:
+            buffer = in.a; base = in.b; index = in.c; store = true; break;
+          default: continue;
+        }
+        if (base == loop.counter) std::swap(base, index);
+        if (index != loop.counter || !checked_[pc]) continue;
+        if (WrittenIn(buffer, loop.header, end) || (base >= 0 && WrittenIn(base, loop.header, end))) continue;
+        loop.accesses.push_back({buffer, base, store});
+        checked_[pc] = false;
+        access_loop_[pc] = loop.header;
+      }
+      // Checks of values the loop never changes: made once, at its entry.
+      for (int pc = loop.header; pc < end; ++pc) {
+        const Instr& in = fn_.code[pc];
+        auto invariant = [&](int reg) { return !WrittenIn(reg, loop.header, end); };
+        auto add = [](std::vector<int>& list, int reg) {
+          if (std::find(list.begin(), list.end(), reg) == list.end()) list.push_back(reg);
+        };
+        switch (in.op) {
+          case Op::DIV_F:
+          case Op::FLOORDIV_F:
+          case Op::MOD_F:
+            if (!invariant(in.c) || !nonzero_checked_[pc]) break;
+            add(loop.nonzero_floats, in.c);
+            nonzero_checked_[pc] = false;
+            break;
+          case Op::FLOORDIV_I:
+          case Op::MOD_I:
+            if (!invariant(in.c) || !nonzero_checked_[pc]) break;
+            add(loop.nonzero_ints, in.c);
+            nonzero_checked_[pc] = false;
+            break;
+          case Op::LT_FI: case Op::LE_FI: case Op::GT_FI: case Op::GE_FI: case Op::EQ_FI: case Op::NE_FI:
+            if (invariant(in.c) && !converted_.count(in.c)) add(loop.exact_doubles, in.c);
+            break;
+          case Op::JLT_FI: case Op::JLE_FI: case Op::JGT_FI: case Op::JGE_FI:
+          case Op::JNLT_FI: case Op::JNLE_FI: case Op::JNGT_FI: case Op::JNGE_FI:
+            if (invariant(in.b) && !converted_.count(in.b)) add(loop.exact_doubles, in.b);
+            break;
+          default: break;
+        }
+      }
+      for (int reg : loop.exact_doubles) converted_[reg] = Float();
+      bool guards = !loop.accesses.empty() || !loop.nonzero_floats.empty() || !loop.nonzero_ints.empty() ||
+                    !loop.exact_doubles.empty();
+      if (guards) {
+        counted_loops_[loop.header] = loop;
+        loop_end_[loop.header] = end;
+      }
+    }
+  }
+
+  // Entered from outside (not by its back edge): every hoisted access must stay
+  // inside its buffer from the counter's value now to limit - 1.
+  void EmitGuards(CountedLoop& loop) {
+    for (const Access& access : loop.accesses) {
+      Int first = b_.NewInt(), last = b_.NewInt();
+      if (access.base >= 0) {
+        b_.AddChecked(first, I(access.base), I(loop.counter), Exit());
+        b_.AddChecked(last, I(access.base), I(loop.limit), Exit());
+      } else {
+        b_.Mov(first, I(loop.counter));
+        b_.Mov(last, I(loop.limit));
+      }
+      b_.BranchIntImm(IntCond::kLt, first, 0, Exit());
+      b_.BranchInt(IntCond::kGt, last, length_[access.buffer], Exit());
+      if (access.store) RequireWritable(access.buffer);
+    }
+    // The loop gets its own copy of each buffer's data pointer: a short-lived
+    // register the allocator keeps in the loop, while the function-long one may
+    // wait on the stack.
+    for (const Access& access : loop.accesses) {
+      Int& local = loop.data[access.buffer];
+      if (!local.isValid()) {
+        local = b_.NewInt();
+        b_.Mov(local, data_[access.buffer]);
+      }
+    }
+    for (int reg : loop.nonzero_floats) b_.BranchFloat(FloatCond::kEq, F(reg), Zero(), Exit());
+    for (int reg : loop.nonzero_ints) b_.BranchIntImm(IntCond::kEq, I(reg), 0, Exit());
+    for (int reg : loop.exact_doubles) {
+      RequireExactDouble(I(reg));
+      if (!converted_[reg].isValid()) converted_[reg] = b_.NewFloat();
+      b_.IntToFloat(converted_[reg], I(reg));
+    }
+    loop.body = b_.NewLabel();
+    b_.AlignLoop();
+    b_.Bind(loop.body);
+    bodies_[loop.header] = loop.body;
+  }
+
+  // ---- Registers -----------------------------------------------------------------------
+
+  Int FromSlot(int slot) {
+    Int value = b_.NewInt();
+    b_.LoadSlot(value, slot);
+    return value;
+  }
+
+  void LoadRegisters(const Int& regs) {
+    const int count = fn_.num_registers();
+    ints_.resize(count);
+    floats_.resize(count);
+    data_.resize(count);
+    length_.resize(count);
+    store_length_.resize(count);
+    ticks_ = b_.NewInt();
+    b_.MovImm(ticks_, kBackEdgesPerCheck);
+    for (int reg = 0; reg < count; ++reg) {
+      if (!used_[reg]) continue;
+      int32_t slot = static_cast<int32_t>(reg * sizeof(Value));
+      switch (KindOf(reg)) {
+        case Kind::kInt:
+          ints_[reg] = b_.NewInt();
+          b_.LoadInt(ints_[reg], regs, slot);
+          break;
+        case Kind::kFloat:
+          floats_[reg] = b_.NewFloat();
+          b_.LoadFloat(floats_[reg], regs, slot);
+          break;
+        case Kind::kBuffer:
+          ints_[reg] = b_.NewInt();
+          data_[reg] = b_.NewInt();
+          length_[reg] = b_.NewInt();
+          if (stored_[reg]) store_length_[reg] = b_.NewInt();
+          b_.LoadInt(ints_[reg], regs, slot);
+          LoadView(reg);
+          break;
+        case Kind::kObject: break;
+      }
+    }
+  }
+
+  // A buffer register not assigned yet at this entry (a loop's copy of a
+  // parameter) holds null: its fields read as empty until MOVE_U fills them.
+  void LoadView(int reg) {
+    Label unassigned = b_.NewLabel(), done = b_.NewLabel();
+    b_.BranchIntImm(IntCond::kEq, ints_[reg], 0, unassigned);
+    LoadViewFields(reg);
+    b_.Jump(done);
+    b_.Bind(unassigned);
+    b_.MovImm(data_[reg], 0);
+    b_.MovImm(length_[reg], 0);
+    if (stored_[reg]) b_.MovImm(store_length_[reg], 0);
+    b_.Bind(done);
+  }
+
+  void LoadViewFields(int reg) {
+    b_.LoadInt(data_[reg], ints_[reg], static_cast<int32_t>(offsetof(BufferView, data)));
+    b_.LoadInt(length_[reg], ints_[reg], static_cast<int32_t>(offsetof(BufferView, length)));
+    if (!stored_[reg]) return;
+    Label writable = b_.NewLabel();
+    Int readonly = b_.NewInt();
+    b_.Mov(store_length_[reg], length_[reg]);
+    b_.LoadU8(readonly, ints_[reg], static_cast<int32_t>(offsetof(BufferView, readonly)));
+    b_.BranchIntImm(IntCond::kEq, readonly, 0, writable);
+    b_.MovImm(store_length_[reg], 0);
+    b_.Bind(writable);
+  }
+
+  void Dispatch() {
+    std::vector<int32_t> entries = {0};
+    entries.insert(entries.end(), fn_.loop_headers.begin(), fn_.loop_headers.end());
+    for (int32_t pc : entries) b_.BranchIntImm(IntCond::kEq, entry_pc_, pc, labels_[pc]);
+    // An entry that is not one: resume the interpreter where it asked to start.
+    b_.Return(entry_pc_);
+  }
+
+  const Int& I(int reg) const { return ints_[reg]; }
+  const Float& F(int reg) const { return floats_[reg]; }
+
+  // The side exit that resumes the interpreter at the current instruction.
+  Label Exit() {
+    auto it = exits_.find(pc_);
+    if (it != exits_.end()) return it->second;
+    Label label = b_.NewLabel();
+    exits_[pc_] = label;
+    return label;
+  }
+
+  // The exit for an exception already set (a signal, a failed call) at this pc.
+  Label ErrorExit() {
+    auto it = error_exits_.find(pc_);
+    if (it != error_exits_.end()) return it->second;
+    Label label = b_.NewLabel();
+    error_exits_[pc_] = label;
+    return label;
+  }
+
+  void EmitExits() {
+    for (const auto& [pc, label] : exits_) {
+      b_.Bind(label);
+      Int regs = FromSlot(regs_slot_);
+      RegisterSet store = live_in_[pc] & written_;
+      for (int reg = 0; reg < fn_.num_registers(); ++reg) {
+        if (!store[reg]) continue;
+        int32_t slot = static_cast<int32_t>(reg * sizeof(Value));
+        switch (KindOf(reg)) {
+          case Kind::kInt:
+          case Kind::kBuffer: b_.StoreInt(ints_[reg], regs, slot); break;
+          case Kind::kFloat: b_.StoreFloat(floats_[reg], regs, slot); break;
+          case Kind::kObject: break;
+        }
+      }
+      b_.ReturnImm(pc);
+    }
+    for (const auto& [pc, label] : error_exits_) {
+      b_.Bind(label);
+      b_.ReturnImm(kJitErrorAt(pc));
+    }
+  }
+
+  // ---- Shared pieces ---------------------------------------------------------------------
+
+  void BackEdge(const Label& target) {
+    b_.DecrementAndBranchNonZero(ticks_, target);
+    Int pending = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, check_signals)), {});
+    b_.BranchIntImm(IntCond::kNe, pending, 0, ErrorExit());
+    b_.MovImm(ticks_, kBackEdgesPerCheck);
+    b_.Jump(target);
+  }
+
+  // Exits unless `value` converts to a double exactly (|value| <= 2**53).
+  void RequireExactDouble(const Int& value) {
+    Int shifted = b_.NewInt();
+    Int bias = b_.NewInt();
+    b_.MovImm(bias, int64_t{1} << 53);
+    b_.Add(shifted, value, bias);
+    b_.BranchIntImm(IntCond::kUgt, shifted, int64_t{1} << 54, Exit());
+  }
+
+  // The int register `reg` as a double, exiting unless it converts exactly; a
+  // counted loop that never changes it converted it once at its entry.
+  Float ExactDouble(int reg) {
+    auto cached = converted_.find(reg);
+    if (cached != converted_.end() && InGuardedLoop(reg)) return cached->second;
+    RequireExactDouble(I(reg));
+    Float converted = b_.NewFloat();
+    b_.IntToFloat(converted, I(reg));
+    return converted;
+  }
+
+  // Whether the current pc is inside a counted loop whose guard converted `reg`.
+  bool InGuardedLoop(int reg) const {
+    for (const auto& [header, loop] : counted_loops_) {
+      if (pc_ < header || pc_ >= loop_end_.at(header)) continue;
+      if (std::find(loop.exact_doubles.begin(), loop.exact_doubles.end(), reg) != loop.exact_doubles.end()) return true;
+    }
+    return false;
+  }
+
+  // The helper table, read from the context where a call needs it so that no
+  // register holds it across a loop.
+  Int Helpers() {
+    Int table = b_.NewInt();
+    b_.LoadInt(table, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, helpers)));
+    return table;
+  }
+
+  Float Zero() {
+    Float zero = b_.NewFloat();
+    b_.FloatFromBits(zero, 0);
+    return zero;
+  }
+
+  // Exits unless `value` is finite.
+  void RequireFinite(const Float& value) {
+    Float difference = b_.NewFloat();
+    b_.FSub(difference, value, value);  // NaN for NaN and the infinities
+    b_.BranchFloat(FloatCond::kNe, difference, Zero(), Exit());
+  }
+
+  // Python's index rules: a negative index counts from the end; outside exits.
+  // One unsigned comparison covers the usual case, an index in [0, bound); a
+  // negative one is moved up by the length and compared again. `store` checks
+  // against the store length (0 for a read-only buffer). An access its loop's
+  // guard proved needs none of it.
+  Int Index(int buffer, const Int& index, bool store = false) {
+    if (!checked_[pc_]) return index;
+    const Int& bound = store ? store_length_[buffer] : length_[buffer];
+    Int normalized = b_.NewInt();
+    Label inside = b_.NewLabel();
+    b_.Mov(normalized, index);
+    b_.BranchInt(IntCond::kUlt, normalized, bound, inside);
+    b_.BranchIntImm(IntCond::kGe, normalized, 0, Exit());
+    b_.Add(normalized, normalized, length_[buffer]);
+    b_.BranchInt(IntCond::kUge, normalized, bound, Exit());
+    b_.Bind(inside);
+    return normalized;
+  }
+
+  Int SumIndex(int buffer, const Int& base, const Int& offset, bool store = false) {
+    Int sum = b_.NewInt();
+    if (!checked_[pc_]) {
+      b_.Add(sum, base, offset);
+      return sum;
+    }
+    b_.AddChecked(sum, base, offset, Exit());
+    return Index(buffer, sum, store);
+  }
+
+  void RequireWritable(int buffer) { b_.BranchIntImm(IntCond::kEq, store_length_[buffer], 0, Exit()); }
+
+  // The data pointer to use at this pc: the loop's copy for a hoisted access.
+  const Int& Data(int buffer) {
+    auto loop = access_loop_.find(pc_);
+    if (loop != access_loop_.end()) return counted_loops_.at(loop->second).data.at(buffer);
+    return data_[buffer];
+  }
+
+  void LoadElementTo(int dst, int buffer, const Int& index) {
+    ElemType elem = fn_.registers[buffer].elem;
+    if (InfoOf(elem).is_float) {
+      b_.LoadElement(elem, F(dst), Data(buffer), index);
+    } else if (elem != ElemType::kU64) {
+      b_.LoadElement(elem, I(dst), Data(buffer), index);
+    } else {
+      // Beyond INT64_MAX a u64 element has no int64 value: the interpreter raises.
+      Int value = b_.NewInt();
+      b_.LoadElement(elem, value, Data(buffer), index);
+      b_.BranchIntImm(IntCond::kLt, value, 0, Exit());
+      b_.Mov(I(dst), value);
+    }
+  }
+
+  void StoreIntElement(int buffer, const Int& index, const Int& value) {
+    ElemType elem = fn_.registers[buffer].elem;
+    int64_t low = 0, high = 0;
+    switch (elem) {
+      case ElemType::kI32: low = INT32_MIN; high = INT32_MAX; break;
+      case ElemType::kU32: low = 0; high = UINT32_MAX; break;
+      case ElemType::kI16: low = INT16_MIN; high = INT16_MAX; break;
+      case ElemType::kU16: low = 0; high = UINT16_MAX; break;
+      case ElemType::kI8: low = INT8_MIN; high = INT8_MAX; break;
+      case ElemType::kU8: low = 0; high = UINT8_MAX; break;
+      case ElemType::kU64: low = 0; high = INT64_MAX; break;
+      default: low = INT64_MIN; high = INT64_MAX; break;
+    }
+    if (low != INT64_MIN) b_.BranchIntImm(IntCond::kLt, value, low, Exit());
+    if (high != INT64_MAX) b_.BranchIntImm(IntCond::kGt, value, high, Exit());
+    b_.StoreElement(elem, value, Data(buffer), index);
+  }
+
+  void StoreFloatElement(int buffer, const Int& index, const Float& value) {
+    b_.StoreElement(fn_.registers[buffer].elem, value, Data(buffer), index);
+  }
+
+  // dst := a // b or a % b with Python's signs, b already known nonzero.
+  void FloorDivide(const Int& dst, const Int& a, const Int& b, bool want_quotient) {
+    Label general = b_.NewLabel(), done = b_.NewLabel(), adjusted = b_.NewLabel();
+    Int result = b_.NewInt();
+    b_.BranchIntImm(IntCond::kNe, b, -1, general);
+    if (want_quotient) {
+      b_.BranchIntImm(IntCond::kEq, a, INT64_MIN, Exit());
+      b_.Neg(result, a);
+    } else {
+      b_.MovImm(result, 0);
+    }
+    b_.Jump(done);
+    b_.Bind(general);
+    Int quotient = b_.NewInt(), remainder = b_.NewInt(), signs = b_.NewInt();
+    b_.DivMod(quotient, remainder, a, b);
+    // The truncated result needs fixing when the remainder is nonzero and its
+    // sign differs from the divisor's.
+    b_.BranchIntImm(IntCond::kEq, remainder, 0, adjusted);
+    b_.Xor(signs, remainder, b);
+    b_.BranchIntImm(IntCond::kGe, signs, 0, adjusted);
+    if (want_quotient) {
+      b_.AddImm(quotient, quotient, -1);
+    } else {
+      b_.Add(remainder, remainder, b);
+    }
+    b_.Bind(adjusted);
+    b_.Mov(result, want_quotient ? quotient : remainder);
+    b_.Bind(done);
+    b_.Mov(dst, result);
+  }
+
+  void Power(const Int& dst, const Int& base, const Int& exponent) {
+    Label loop = b_.NewLabel(), skip = b_.NewLabel(), done = b_.NewLabel();
+    Int result = b_.NewInt(), factor = b_.NewInt(), rest = b_.NewInt(), bit = b_.NewInt();
+    b_.BranchIntImm(IntCond::kLt, exponent, 0, Exit());
+    b_.MovImm(result, 1);
+    b_.Mov(factor, base);
+    b_.Mov(rest, exponent);
+    b_.Bind(loop);
+    b_.BranchIntImm(IntCond::kEq, rest, 0, done);
+    b_.AndImm(bit, rest, 1);
+    b_.BranchIntImm(IntCond::kEq, bit, 0, skip);
+    Int product = b_.NewInt();
+    b_.MulChecked(product, result, factor, Exit());
+    b_.Mov(result, product);
+    b_.Bind(skip);
+    b_.SarImm(rest, rest, 1);
+    b_.BranchIntImm(IntCond::kEq, rest, 0, done);
+    Int square = b_.NewInt();
+    b_.MulChecked(square, factor, factor, Exit());
+    b_.Mov(factor, square);
+    b_.Jump(loop);
+    b_.Bind(done);
+    b_.Mov(dst, result);
+  }
+
+  Float Math1(int id, const Float& x) {
+    return b_.CallFloatHelper(Helpers(), HelperOffset(offsetof(JitHelpers, math1) + id * sizeof(void*)), {x});
+  }
+
+  // ---- Instructions ---------------------------------------------------------------------
+
+  void Instruction(const Instr& in) {
+    if (!Covers(fn_, in)) {
+      b_.Jump(Exit());
+      return;
+    }
+    const int a = in.a, bb = in.b, c = in.c;
+    const int d = in.d;
+    switch (in.op) {
+      case Op::MOVE_I: b_.Mov(I(a), I(bb)); break;
+      case Op::MOVE_F: b_.Mov(F(a), F(bb)); break;
+      case Op::MOVE_U:
+        b_.Mov(I(a), I(bb));
+        b_.Mov(data_[a], data_[bb]);
+        b_.Mov(length_[a], length_[bb]);
+        if (stored_[a]) b_.Mov(store_length_[a], store_length_[bb]);
+        break;
+      case Op::I2F: b_.IntToFloat(F(a), I(bb)); break;
+      case Op::F2I: {
+        Int t = b_.NewInt();
+        b_.FloatToIntTrunc(t, F(bb));
+        b_.BranchIfMinInt(t, Exit());
+        b_.Mov(I(a), t);
+        break;
+      }
+      case Op::TRUTH_I: {
+        Int zero = b_.NewInt();
+        b_.MovImm(zero, 0);
+        b_.SetInt(IntCond::kNe, I(a), I(bb), zero);
+        break;
+      }
+      case Op::TRUTH_F: b_.SetFloat(FloatCond::kNe, I(a), F(bb), Zero()); break;
+      case Op::NOT: b_.XorImm(I(a), I(bb), 1); break;
+
+      case Op::ADD_I:
+      case Op::SUB_I:
+      case Op::MUL_I: {
+        Int t = b_.NewInt();
+        if (in.op == Op::ADD_I) b_.AddChecked(t, I(bb), I(c), Exit());
+        else if (in.op == Op::SUB_I) b_.SubChecked(t, I(bb), I(c), Exit());
+        else b_.MulChecked(t, I(bb), I(c), Exit());
+        b_.Mov(I(a), t);
+        break;
+      }
+      case Op::FLOORDIV_I:
+      case Op::MOD_I:
+        if (nonzero_checked_[pc_]) b_.BranchIntImm(IntCond::kEq, I(c), 0, Exit());
+        FloorDivide(I(a), I(bb), I(c), in.op == Op::FLOORDIV_I);
+        break;
+      case Op::POW_I: Power(I(a), I(bb), I(c)); break;
+      case Op::TRUEDIV_I: {
+        b_.BranchIntImm(IntCond::kEq, I(c), 0, Exit());
+        Float x = ExactDouble(bb);
+        Float y = ExactDouble(c);
+        b_.FDiv(F(a), x, y);
+        break;
+      }
+      case Op::AND_I: b_.And(I(a), I(bb), I(c)); break;
+      case Op::OR_I: b_.Or(I(a), I(bb), I(c)); break;
+      case Op::XOR_I: b_.Xor(I(a), I(bb), I(c)); break;
+      case Op::SHL_I: {
+        b_.BranchIntImm(IntCond::kUgt, I(c), 63, Exit());  // negative counts too
+        Int shifted = b_.NewInt(), back = b_.NewInt();
+        b_.Shl(shifted, I(bb), I(c));
+        b_.Sar(back, shifted, I(c));
+        b_.BranchInt(IntCond::kNe, back, I(bb), Exit());
+        b_.Mov(I(a), shifted);
+        break;
+      }
+      case Op::SHR_I: {
+        b_.BranchIntImm(IntCond::kLt, I(c), 0, Exit());
+        Int count = b_.NewInt();
+        Label small = b_.NewLabel();
+        b_.Mov(count, I(c));
+        b_.BranchIntImm(IntCond::kLe, count, 63, small);
+        b_.MovImm(count, 63);
+        b_.Bind(small);
+        b_.Sar(I(a), I(bb), count);
+        break;
+      }
+      case Op::MIN_I:
+      case Op::MAX_I: {
+        // R[C] if R[C] < R[B] (or >) else R[B]: the first of equals stays.
+        Int t = b_.NewInt();
+        Label keep = b_.NewLabel();
+        b_.Mov(t, I(bb));
+        b_.BranchInt(in.op == Op::MIN_I ? IntCond::kGe : IntCond::kLe, I(c), I(bb), keep);
+        b_.Mov(t, I(c));
+        b_.Bind(keep);
+        b_.Mov(I(a), t);
+        break;
+      }
+      case Op::NEG_I:
+        b_.BranchIntImm(IntCond::kEq, I(bb), INT64_MIN, Exit());
+        b_.Neg(I(a), I(bb));
+        break;
+      case Op::INVERT_I: b_.Not(I(a), I(bb)); break;
+      case Op::ABS_I: {
+        b_.BranchIntImm(IntCond::kEq, I(bb), INT64_MIN, Exit());
+        Int t = b_.NewInt();
+        Label positive = b_.NewLabel();
+        b_.Mov(t, I(bb));
+        b_.BranchIntImm(IntCond::kGe, t, 0, positive);
+        b_.Neg(t, t);
+        b_.Bind(positive);
+        b_.Mov(I(a), t);
+        break;
+      }
+
+      case Op::ADD_F: b_.FAdd(F(a), F(bb), F(c)); break;
+      case Op::SUB_F: b_.FSub(F(a), F(bb), F(c)); break;
+      case Op::MUL_F: b_.FMul(F(a), F(bb), F(c)); break;
+      case Op::DIV_F:
+        if (nonzero_checked_[pc_]) b_.BranchFloat(FloatCond::kEq, F(c), Zero(), Exit());
+        b_.FDiv(F(a), F(bb), F(c));
+        break;
+      case Op::FLOORDIV_F:
+      case Op::MOD_F: {
+        if (nonzero_checked_[pc_]) b_.BranchFloat(FloatCond::kEq, F(c), Zero(), Exit());
+        size_t offset = in.op == Op::FLOORDIV_F ? offsetof(JitHelpers, floor_div) : offsetof(JitHelpers, mod);
+        Float r = b_.CallFloatHelper(Helpers(), HelperOffset(offset), {F(bb), F(c)});
+        b_.Mov(F(a), r);
+        break;
+      }
+      case Op::POW_F: {
+        // The fast path of vm/runtime.h's PowFloat: a positive finite base, a
+        // finite exponent and a finite result; anything else is CPython's.
+        b_.BranchFloat(FloatCond::kNotGt, F(bb), Zero(), Exit());
+        RequireFinite(F(bb));
+        RequireFinite(F(c));
+        Float r = b_.CallFloatHelper(
+            Helpers(), HelperOffset(offsetof(JitHelpers, math2) + static_cast<int>(MathFn::POW) * sizeof(void*)),
+            {F(bb), F(c)});
+        RequireFinite(r);
+        b_.Mov(F(a), r);
+        break;
+      }
+      case Op::MIN_F:
+      case Op::MAX_F: {
+        Float t = b_.NewFloat();
+        Label keep = b_.NewLabel();
+        b_.Mov(t, F(bb));
+        b_.BranchFloat(in.op == Op::MIN_F ? FloatCond::kNotLt : FloatCond::kNotGt, F(c), F(bb), keep);
+        b_.Mov(t, F(c));
+        b_.Bind(keep);
+        b_.Mov(F(a), t);
+        break;
+      }
+      case Op::NEG_F: b_.FNeg(F(a), F(bb)); break;
+      case Op::ABS_F: b_.FAbs(F(a), F(bb)); break;
+
+      case Op::LT_I: b_.SetInt(IntCond::kLt, I(a), I(bb), I(c)); break;
+      case Op::LE_I: b_.SetInt(IntCond::kLe, I(a), I(bb), I(c)); break;
+      case Op::EQ_I: b_.SetInt(IntCond::kEq, I(a), I(bb), I(c)); break;
+      case Op::NE_I: b_.SetInt(IntCond::kNe, I(a), I(bb), I(c)); break;
+      case Op::LT_F: b_.SetFloat(FloatCond::kLt, I(a), F(bb), F(c)); break;
+      case Op::LE_F: b_.SetFloat(FloatCond::kLe, I(a), F(bb), F(c)); break;
+      case Op::EQ_F: b_.SetFloat(FloatCond::kEq, I(a), F(bb), F(c)); break;
+      case Op::NE_F: b_.SetFloat(FloatCond::kNe, I(a), F(bb), F(c)); break;
+      case Op::LT_FI:
+      case Op::LE_FI:
+      case Op::GT_FI:
+      case Op::GE_FI:
+      case Op::EQ_FI:
+      case Op::NE_FI: {
+        static const FloatCond kConds[] = {FloatCond::kLt, FloatCond::kLe, FloatCond::kGt,
+                                           FloatCond::kGe, FloatCond::kEq, FloatCond::kNe};
+        Float y = ExactDouble(c);
+        b_.SetFloat(kConds[static_cast<int>(in.op) - static_cast<int>(Op::LT_FI)], I(a), F(bb), y);
+        break;
+      }
+
+      case Op::JMP: b_.Jump(labels_[d]); break;
+      case Op::JT: b_.BranchIntImm(IntCond::kNe, I(a), 0, labels_[d]); break;
+      case Op::JF: b_.BranchIntImm(IntCond::kEq, I(a), 0, labels_[d]); break;
+      case Op::LOOP: BackEdge(labels_[d]); break;
+      case Op::JLT_I: b_.BranchInt(IntCond::kLt, I(a), I(bb), labels_[d]); break;
+      case Op::JLE_I: b_.BranchInt(IntCond::kLe, I(a), I(bb), labels_[d]); break;
+      case Op::JEQ_I: b_.BranchInt(IntCond::kEq, I(a), I(bb), labels_[d]); break;
+      case Op::JNE_I: b_.BranchInt(IntCond::kNe, I(a), I(bb), labels_[d]); break;
+      case Op::JLT_F: b_.BranchFloat(FloatCond::kLt, F(a), F(bb), labels_[d]); break;
+      case Op::JLE_F: b_.BranchFloat(FloatCond::kLe, F(a), F(bb), labels_[d]); break;
+      case Op::JEQ_F: b_.BranchFloat(FloatCond::kEq, F(a), F(bb), labels_[d]); break;
+      case Op::JNE_F: b_.BranchFloat(FloatCond::kNe, F(a), F(bb), labels_[d]); break;
+      case Op::JNLT_F: b_.BranchFloat(FloatCond::kNotLt, F(a), F(bb), labels_[d]); break;
+      case Op::JNLE_F: b_.BranchFloat(FloatCond::kNotLe, F(a), F(bb), labels_[d]); break;
+      case Op::JLT_FI:
+      case Op::JLE_FI:
+      case Op::JGT_FI:
+      case Op::JGE_FI:
+      case Op::JNLT_FI:
+      case Op::JNLE_FI:
+      case Op::JNGT_FI:
+      case Op::JNGE_FI: {
+        static const FloatCond kConds[] = {FloatCond::kLt,    FloatCond::kLe,    FloatCond::kGt,    FloatCond::kGe,
+                                           FloatCond::kNotLt, FloatCond::kNotLe, FloatCond::kNotGt, FloatCond::kNotGe};
+        Float y = ExactDouble(bb);
+        b_.BranchFloat(kConds[static_cast<int>(in.op) - static_cast<int>(Op::JLT_FI)], F(a), y, labels_[d]);
+        break;
+      }
+
+      case Op::FORPREP: {
+        Label down = b_.NewLabel(), done = b_.NewLabel();
+        b_.BranchIntImm(IntCond::kEq, I(c), 0, Exit());
+        b_.BranchIntImm(IntCond::kLt, I(c), 0, down);
+        b_.BranchInt(IntCond::kGe, I(a), I(bb), labels_[d]);
+        b_.Jump(done);
+        b_.Bind(down);
+        b_.BranchInt(IntCond::kLe, I(a), I(bb), labels_[d]);
+        b_.Bind(done);
+        break;
+      }
+      case Op::FORLOOP: {
+        Label down = b_.NewLabel(), take = b_.NewLabel(), end = b_.NewLabel();
+        Int next = b_.NewInt();
+        b_.AddChecked(next, I(a), I(c), end);  // past 64 bits: the range is over
+        b_.BranchIntImm(IntCond::kLt, I(c), 0, down);
+        b_.BranchInt(IntCond::kGe, next, I(bb), end);
+        b_.Jump(take);
+        b_.Bind(down);
+        b_.BranchInt(IntCond::kLe, next, I(bb), end);
+        b_.Bind(take);
+        b_.Mov(I(a), next);
+        BackEdge(labels_[d]);
+        b_.Bind(end);
+        break;
+      }
+      case Op::FORLOOP_INC: {
+        // R[A] < R[B] <= INT64_MAX, so R[A] + 1 cannot overflow; when the loop
+        // ends the counter steps back to the last value, as the interpreter's does.
+        Label end = b_.NewLabel();
+        auto body = bodies_.find(d);
+        b_.AddImm(I(a), I(a), 1);
+        b_.BranchInt(IntCond::kGe, I(a), I(bb), end);
+        BackEdge(body != bodies_.end() ? body->second : labels_[d]);
+        b_.Bind(end);
+        b_.AddImm(I(a), I(a), -1);
+        break;
+      }
+
+      case Op::LEN_U: b_.Mov(I(a), length_[bb]); break;
+      case Op::LOAD_F64:
+      case Op::LOAD_I64:
+      case Op::LOAD_F:
+      case Op::LOAD_I: LoadElementTo(a, bb, Index(bb, I(c))); break;
+      case Op::LOADX_F64:
+      case Op::LOADX_I64: LoadElementTo(a, bb, SumIndex(bb, I(c), I(d))); break;
+      case Op::STORE_F64:
+      case Op::STORE_F: StoreFloatElement(a, Index(a, I(bb), true), F(c)); break;
+      case Op::STORE_I64:
+      case Op::STORE_I: StoreIntElement(a, Index(a, I(bb), true), I(c)); break;
+      case Op::STOREX_F64: StoreFloatElement(a, SumIndex(a, I(bb), I(c), true), F(d)); break;
+      case Op::STOREX_I64: StoreIntElement(a, SumIndex(a, I(bb), I(c), true), I(d)); break;
+      case Op::ADDTO_F64: {
+        Int index = Index(a, I(bb), true);
+        Float value = b_.NewFloat();
+        b_.LoadElement(ElemType::kF64, value, data_[a], index);
+        b_.FAdd(value, value, F(c));
+        b_.StoreElement(ElemType::kF64, value, data_[a], index);
+        break;
+      }
+      case Op::ADDTO_I64: {
+        Int index = Index(a, I(bb), true);
+        Int value = b_.NewInt(), sum = b_.NewInt();
+        b_.LoadElement(ElemType::kI64, value, data_[a], index);
+        b_.AddChecked(sum, value, I(c), Exit());
+        b_.StoreElement(ElemType::kI64, sum, data_[a], index);
+        break;
+      }
+
+      case Op::SQRT_F:
+        b_.BranchFloat(FloatCond::kNotGe, F(bb), Zero(), Exit());  // negative or NaN
+        b_.FSqrt(F(a), F(bb));
+        break;
+      case Op::MATH_F: {
+        Float r = Math1(d, F(bb));
+        RequireFinite(r);
+        b_.Mov(F(a), r);
+        break;
+      }
+      case Op::MATH_FF: {
+        RequireFinite(F(bb));
+        RequireFinite(F(c));
+        Float r = b_.CallFloatHelper(Helpers(), HelperOffset(offsetof(JitHelpers, math2) + d * sizeof(void*)),
+                                     {F(bb), F(c)});
+        RequireFinite(r);
+        b_.Mov(F(a), r);
+        break;
+      }
+      case Op::MATH_FI: {
+        Float r = Math1(d, F(bb));
+        Int t = b_.NewInt();
+        b_.FloatToIntTrunc(t, r);
+        b_.BranchIfMinInt(t, Exit());
+        b_.Mov(I(a), t);
+        break;
+      }
+      case Op::MATH_FB: {
+        switch (static_cast<MathFn>(d)) {
+          case MathFn::ISNAN: b_.SetFloat(FloatCond::kNe, I(a), F(bb), F(bb)); break;
+          case MathFn::ISFINITE: {
+            Float difference = b_.NewFloat();
+            b_.FSub(difference, F(bb), F(bb));
+            b_.SetFloat(FloatCond::kEq, I(a), difference, Zero());
+            break;
+          }
+          default: {  // ISINF
+            Float magnitude = b_.NewFloat(), infinity = b_.NewFloat();
+            b_.FAbs(magnitude, F(bb));
+            b_.FloatFromBits(infinity, 0x7FF0000000000000ull);
+            b_.SetFloat(FloatCond::kEq, I(a), magnitude, infinity);
+            break;
+          }
+        }
+        break;
+      }
+
+      case Op::CALL_FN: {
+        const FunctionCode& callee = *fn_.module->functions[d];
+        Int args = b_.StackArea(static_cast<uint32_t>(std::max(1, c) * sizeof(Value)));
+        Int result = b_.StackArea(sizeof(Value));
+        for (int i = 0; i < c; ++i) {
+          int reg = bb + i;
+          int32_t slot = static_cast<int32_t>(i * sizeof(Value));
+          if (KindOf(reg) == Kind::kFloat) b_.StoreFloat(F(reg), args, slot);
+          else b_.StoreInt(I(reg), args, slot);
+        }
+        Int caller = b_.NewInt(), index = b_.NewInt();
+        b_.LoadInt(caller, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, function)));
+        b_.MovImm(index, d);
+        Int ok = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, call_typed)), {caller, index, args, result});
+        b_.BranchIntImm(IntCond::kEq, ok, 0, ErrorExit());
+        if (ppy::KindOf(callee.result) == Kind::kFloat) b_.LoadFloat(F(a), result, 0);
+        else b_.LoadInt(I(a), result, 0);
+        break;
+      }
+      case Op::RET_I:
+        b_.StoreInt(I(a), FromSlot(result_slot_), 0);
+        b_.ReturnImm(kJitReturned);
+        break;
+      case Op::RET_F:
+        b_.StoreFloat(F(a), FromSlot(result_slot_), 0);
+        b_.ReturnImm(kJitReturned);
+        break;
+      case Op::CHECK_BOUND_I: b_.BranchIntImm(IntCond::kEq, I(a), 0, Exit()); break;
+      default: b_.Jump(Exit()); break;
+    }
+  }
+
+  B& b_;
+  const FunctionCode& fn_;
+  std::vector<bool> targets_;
+  std::vector<Label> labels_;
+  RegisterSet used_, written_;
+  std::vector<RegisterSet> live_in_;
+  std::vector<Int> ints_, data_, length_, store_length_;
+  RegisterSet stored_;  // buffer registers the function stores into
+  std::vector<Float> floats_;
+  std::map<int, Label> exits_, error_exits_;
+  std::map<int, CountedLoop> counted_loops_;  // by header
+  std::map<int, Label> bodies_;              // by header: past the guard
+  std::vector<bool> checked_;                // per pc: whether its bounds are checked where it runs
+  std::vector<bool> nonzero_checked_;        // per pc: whether its divisor is checked where it runs
+  std::map<int, Float> converted_;           // ints a loop guard converted to doubles
+  std::map<int, int> loop_end_;              // by header: the pc of the closing FORLOOP_INC
+  std::map<int, int> access_loop_;           // hoisted access pc -> its loop's header
+  Int entry_pc_, ticks_;
+  int regs_slot_ = 0, result_slot_ = 0, context_slot_ = 0;
+  int pc_ = 0;
+};
+
+}  // namespace ppy::jit

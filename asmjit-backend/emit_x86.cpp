@@ -1,0 +1,438 @@
+#include "asmjit-backend/emit_x86.h"
+
+#include <cstring>
+
+namespace ppy::jit {
+
+using namespace asmjit;
+using x86::CondCode;
+
+namespace {
+
+CondCode IntCondition(IntCond cond) {
+  switch (cond) {
+    case IntCond::kEq: return CondCode::kE;
+    case IntCond::kNe: return CondCode::kNE;
+    case IntCond::kLt: return CondCode::kL;
+    case IntCond::kLe: return CondCode::kLE;
+    case IntCond::kGt: return CondCode::kG;
+    case IntCond::kGe: return CondCode::kGE;
+    case IntCond::kUlt: return CondCode::kB;
+    case IntCond::kUle: return CondCode::kBE;
+    case IntCond::kUgt: return CondCode::kA;
+    case IntCond::kUge: return CondCode::kAE;
+  }
+  return CondCode::kE;
+}
+
+bool FitsInt32(int64_t value) { return value >= INT32_MIN && value <= INT32_MAX; }
+
+}  // namespace
+
+void X86Backend::Begin(Int* regs, Int* result, Int* context, Int* entry_pc) {
+  FuncNode* func = cc_.addFunc(FuncSignatureT<int64_t, void*, void*, const void*, int64_t>(CallConvId::kHost));
+  entry_ = func->label();
+  *regs = cc_.newIntPtr("regs");
+  *result = cc_.newIntPtr("result");
+  *context = cc_.newIntPtr("context");
+  *entry_pc = cc_.newInt64("entry_pc");
+  func->setArg(0, *regs);
+  func->setArg(1, *result);
+  func->setArg(2, *context);
+  func->setArg(3, *entry_pc);
+}
+
+void X86Backend::End() { cc_.endFunc(); }
+
+void X86Backend::Return(const Int& value) { cc_.ret(value); }
+
+void X86Backend::ReturnImm(int64_t value) {
+  Int r = NewInt();
+  MovImm(r, value);
+  cc_.ret(r);
+}
+
+void X86Backend::MovImm(const Int& dst, int64_t value) {
+  if (value == 0) {
+    cc_.xor_(dst.r32(), dst.r32());
+  } else {
+    cc_.mov(dst, value);
+  }
+}
+
+void X86Backend::Mov(const Int& dst, const Int& src) {
+  if (dst.id() != src.id()) cc_.mov(dst, src);
+}
+
+void X86Backend::Mov(const Float& dst, const Float& src) {
+  if (dst.id() != src.id()) cc_.movapd(dst, src);
+}
+
+void X86Backend::FloatFromBits(const Float& dst, uint64_t bits) {
+  if (bits == 0) {
+    cc_.xorpd(dst, dst);
+    return;
+  }
+  Int t = NewInt();
+  cc_.mov(t, bits);
+  cc_.movq(dst, t);
+}
+
+void X86Backend::LoadInt(const Int& dst, const Int& base, int32_t offset) { cc_.mov(dst, x86::qword_ptr(base, offset)); }
+void X86Backend::StoreInt(const Int& src, const Int& base, int32_t offset) { cc_.mov(x86::qword_ptr(base, offset), src); }
+void X86Backend::LoadFloat(const Float& dst, const Int& base, int32_t offset) {
+  cc_.movsd(dst, x86::qword_ptr(base, offset));
+}
+void X86Backend::StoreFloat(const Float& src, const Int& base, int32_t offset) {
+  cc_.movsd(x86::qword_ptr(base, offset), src);
+}
+void X86Backend::LoadU8(const Int& dst, const Int& base, int32_t offset) {
+  cc_.movzx(dst.r32(), x86::byte_ptr(base, offset));
+}
+
+void X86Backend::LoadElement(ElemType elem, const Int& dst, const Int& data, const Int& index) {
+  switch (elem) {
+    case ElemType::kI64:
+    case ElemType::kU64: cc_.mov(dst, x86::qword_ptr(data, index, 3)); break;
+    case ElemType::kI32: cc_.movsxd(dst, x86::dword_ptr(data, index, 2)); break;
+    case ElemType::kU32: cc_.mov(dst.r32(), x86::dword_ptr(data, index, 2)); break;
+    case ElemType::kI16: cc_.movsx(dst, x86::word_ptr(data, index, 1)); break;
+    case ElemType::kU16: cc_.movzx(dst.r32(), x86::word_ptr(data, index, 1)); break;
+    case ElemType::kI8: cc_.movsx(dst, x86::byte_ptr(data, index, 0)); break;
+    case ElemType::kU8: cc_.movzx(dst.r32(), x86::byte_ptr(data, index, 0)); break;
+    default: break;
+  }
+}
+
+void X86Backend::LoadElement(ElemType elem, const Float& dst, const Int& data, const Int& index) {
+  if (elem == ElemType::kF32) {
+    cc_.cvtss2sd(dst, x86::dword_ptr(data, index, 2));
+  } else {
+    cc_.movsd(dst, x86::qword_ptr(data, index, 3));
+  }
+}
+
+void X86Backend::StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index) {
+  switch (elem) {
+    case ElemType::kI64:
+    case ElemType::kU64: cc_.mov(x86::qword_ptr(data, index, 3), src); break;
+    case ElemType::kI32:
+    case ElemType::kU32: cc_.mov(x86::dword_ptr(data, index, 2), src.r32()); break;
+    case ElemType::kI16:
+    case ElemType::kU16: cc_.mov(x86::word_ptr(data, index, 1), src.r16()); break;
+    case ElemType::kI8:
+    case ElemType::kU8: cc_.mov(x86::byte_ptr(data, index, 0), src.r8()); break;
+    default: break;
+  }
+}
+
+void X86Backend::StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index) {
+  if (elem == ElemType::kF32) {
+    Float narrow = NewFloat();
+    cc_.cvtsd2ss(narrow, src);
+    cc_.movss(x86::dword_ptr(data, index, 2), narrow);
+  } else {
+    cc_.movsd(x86::qword_ptr(data, index, 3), src);
+  }
+}
+
+X86Backend::Int X86Backend::StackArea(uint32_t bytes) {
+  x86::Mem slot = cc_.newStack(bytes, 16);
+  Int address = NewInt();
+  cc_.lea(address, slot);
+  return address;
+}
+
+int X86Backend::NewSlot() {
+  slots_.push_back(cc_.newStack(8, 8));
+  return static_cast<int>(slots_.size()) - 1;
+}
+
+void X86Backend::StoreSlot(const Int& src, int slot) { cc_.mov(slots_[slot], src); }
+void X86Backend::LoadSlot(const Int& dst, int slot) { cc_.mov(dst, slots_[slot]); }
+
+template <typename Emit>
+void X86Backend::Binary(const Int& dst, const Int& a, const Int& b, bool commutative, Emit emit) {
+  if (dst.id() == b.id() && dst.id() != a.id()) {
+    if (commutative) {
+      emit(dst, a);
+      return;
+    }
+    Int t = NewInt();
+    cc_.mov(t, a);
+    emit(t, b);
+    cc_.mov(dst, t);
+    return;
+  }
+  Mov(dst, a);
+  emit(dst, b);
+}
+
+template <typename Emit>
+void X86Backend::BinaryFloat(const Float& dst, const Float& a, const Float& b, bool commutative, Emit emit) {
+  if (dst.id() == b.id() && dst.id() != a.id()) {
+    if (commutative) {
+      emit(dst, a);
+      return;
+    }
+    Float t = NewFloat();
+    cc_.movapd(t, a);
+    emit(t, b);
+    cc_.movapd(dst, t);
+    return;
+  }
+  Mov(dst, a);
+  emit(dst, b);
+}
+
+void X86Backend::AddChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow) {
+  cc_.mov(dst, a);
+  cc_.add(dst, b);
+  cc_.jo(overflow);
+}
+
+void X86Backend::SubChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow) {
+  cc_.mov(dst, a);
+  cc_.sub(dst, b);
+  cc_.jo(overflow);
+}
+
+void X86Backend::MulChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow) {
+  cc_.mov(dst, a);
+  cc_.imul(dst, b);
+  cc_.jo(overflow);
+}
+
+void X86Backend::Add(const Int& dst, const Int& a, const Int& b) {
+  Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.add(d, s); });
+}
+
+void X86Backend::AddImm(const Int& dst, const Int& a, int32_t imm) {
+  Mov(dst, a);
+  cc_.add(dst, imm);
+}
+
+void X86Backend::And(const Int& dst, const Int& a, const Int& b) {
+  Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.and_(d, s); });
+}
+void X86Backend::Or(const Int& dst, const Int& a, const Int& b) {
+  Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.or_(d, s); });
+}
+void X86Backend::Xor(const Int& dst, const Int& a, const Int& b) {
+  Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.xor_(d, s); });
+}
+void X86Backend::AndImm(const Int& dst, const Int& a, int32_t imm) {
+  Mov(dst, a);
+  cc_.and_(dst, imm);
+}
+void X86Backend::XorImm(const Int& dst, const Int& a, int32_t imm) {
+  Mov(dst, a);
+  cc_.xor_(dst, imm);
+}
+void X86Backend::Neg(const Int& dst, const Int& a) {
+  Mov(dst, a);
+  cc_.neg(dst);
+}
+void X86Backend::Not(const Int& dst, const Int& a) {
+  Mov(dst, a);
+  cc_.not_(dst);
+}
+
+void X86Backend::Shl(const Int& dst, const Int& a, const Int& count) {
+  // The count must be in cl; the Compiler assigns it when the operand is a vreg.
+  Int shifted = NewInt();
+  Int c = NewInt();
+  cc_.mov(shifted, a);
+  cc_.mov(c, count);
+  cc_.shl(shifted, c.r8());
+  cc_.mov(dst, shifted);
+}
+
+void X86Backend::Sar(const Int& dst, const Int& a, const Int& count) {
+  Int shifted = NewInt();
+  Int c = NewInt();
+  cc_.mov(shifted, a);
+  cc_.mov(c, count);
+  cc_.sar(shifted, c.r8());
+  cc_.mov(dst, shifted);
+}
+
+void X86Backend::SarImm(const Int& dst, const Int& a, int imm) {
+  Mov(dst, a);
+  cc_.sar(dst, imm);
+}
+
+void X86Backend::DivMod(const Int& quotient, const Int& remainder, const Int& a, const Int& b) {
+  Int low = NewInt();
+  Int high = NewInt();
+  cc_.mov(low, a);
+  cc_.cqo(high, low);
+  cc_.idiv(high, low, b);
+  cc_.mov(quotient, low);
+  cc_.mov(remainder, high);
+}
+
+void X86Backend::FAdd(const Float& dst, const Float& a, const Float& b) {
+  BinaryFloat(dst, a, b, true, [&](const Float& d, const Float& s) { cc_.addsd(d, s); });
+}
+void X86Backend::FSub(const Float& dst, const Float& a, const Float& b) {
+  BinaryFloat(dst, a, b, false, [&](const Float& d, const Float& s) { cc_.subsd(d, s); });
+}
+void X86Backend::FMul(const Float& dst, const Float& a, const Float& b) {
+  BinaryFloat(dst, a, b, true, [&](const Float& d, const Float& s) { cc_.mulsd(d, s); });
+}
+void X86Backend::FDiv(const Float& dst, const Float& a, const Float& b) {
+  BinaryFloat(dst, a, b, false, [&](const Float& d, const Float& s) { cc_.divsd(d, s); });
+}
+void X86Backend::FSqrt(const Float& dst, const Float& a) { cc_.sqrtsd(dst, a); }
+
+void X86Backend::FNeg(const Float& dst, const Float& a) {
+  Float mask = NewFloat();
+  FloatFromBits(mask, 0x8000000000000000ull);
+  Float t = NewFloat();
+  cc_.movapd(t, a);
+  cc_.xorpd(t, mask);
+  cc_.movapd(dst, t);
+}
+
+void X86Backend::FAbs(const Float& dst, const Float& a) {
+  Float mask = NewFloat();
+  FloatFromBits(mask, 0x7FFFFFFFFFFFFFFFull);
+  Float t = NewFloat();
+  cc_.movapd(t, a);
+  cc_.andpd(t, mask);
+  cc_.movapd(dst, t);
+}
+
+void X86Backend::IntToFloat(const Float& dst, const Int& src) {
+  // cvtsi2sd writes only the low lane; clearing first breaks the dependency.
+  cc_.xorpd(dst, dst);
+  cc_.cvtsi2sd(dst, src);
+}
+
+void X86Backend::FloatToIntTrunc(const Int& dst, const Float& src) { cc_.cvttsd2si(dst, src); }
+
+void X86Backend::BranchIfMinInt(const Int& reg, const Label& target) {
+  cc_.cmp(reg, 1);  // overflows exactly for INT64_MIN
+  cc_.jo(target);
+}
+
+void X86Backend::DecrementAndBranchNonZero(const Int& reg, const Label& target) {
+  cc_.sub(reg, 1);
+  cc_.jnz(target);
+}
+
+void X86Backend::BranchInt(IntCond cond, const Int& a, const Int& b, const Label& target) {
+  cc_.cmp(a, b);
+  cc_.j(IntCondition(cond), target);
+}
+
+void X86Backend::BranchIntImm(IntCond cond, const Int& a, int64_t imm, const Label& target) {
+  if (FitsInt32(imm)) {
+    cc_.cmp(a, imm);
+  } else {
+    Int t = NewInt();
+    cc_.mov(t, imm);
+    cc_.cmp(a, t);
+  }
+  cc_.j(IntCondition(cond), target);
+}
+
+void X86Backend::BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target) {
+  // ucomisd sets ZF, PF and CF all for an unordered pair. "Above" and "above or
+  // equal" are false then, so a < b is tested as b > a.
+  switch (cond) {
+    case FloatCond::kGt: cc_.ucomisd(a, b); cc_.ja(target); break;
+    case FloatCond::kGe: cc_.ucomisd(a, b); cc_.jae(target); break;
+    case FloatCond::kLt: cc_.ucomisd(b, a); cc_.ja(target); break;
+    case FloatCond::kLe: cc_.ucomisd(b, a); cc_.jae(target); break;
+    case FloatCond::kNotGt: cc_.ucomisd(a, b); cc_.jbe(target); break;
+    case FloatCond::kNotGe: cc_.ucomisd(a, b); cc_.jb(target); break;
+    case FloatCond::kNotLt: cc_.ucomisd(b, a); cc_.jbe(target); break;
+    case FloatCond::kNotLe: cc_.ucomisd(b, a); cc_.jb(target); break;
+    case FloatCond::kEq: {
+      Label skip = NewLabel();
+      cc_.ucomisd(a, b);
+      cc_.jp(skip);
+      cc_.je(target);
+      cc_.bind(skip);
+      break;
+    }
+    case FloatCond::kNe:
+      cc_.ucomisd(a, b);
+      cc_.jp(target);
+      cc_.jne(target);
+      break;
+  }
+}
+
+void X86Backend::SetInt(IntCond cond, const Int& dst, const Int& a, const Int& b) {
+  Int t = NewInt();
+  cc_.xor_(t.r32(), t.r32());
+  cc_.cmp(a, b);
+  cc_.set(IntCondition(cond), t.r8());
+  cc_.mov(dst, t);
+}
+
+void X86Backend::SetFloat(FloatCond cond, const Int& dst, const Float& a, const Float& b) {
+  Int t = NewInt();
+  Int u = NewInt();
+  cc_.xor_(t.r32(), t.r32());
+  switch (cond) {
+    case FloatCond::kGt: cc_.ucomisd(a, b); cc_.seta(t.r8()); break;
+    case FloatCond::kGe: cc_.ucomisd(a, b); cc_.setae(t.r8()); break;
+    case FloatCond::kLt: cc_.ucomisd(b, a); cc_.seta(t.r8()); break;
+    case FloatCond::kLe: cc_.ucomisd(b, a); cc_.setae(t.r8()); break;
+    case FloatCond::kNotGt: cc_.ucomisd(a, b); cc_.setbe(t.r8()); break;
+    case FloatCond::kNotGe: cc_.ucomisd(a, b); cc_.setb(t.r8()); break;
+    case FloatCond::kNotLt: cc_.ucomisd(b, a); cc_.setbe(t.r8()); break;
+    case FloatCond::kNotLe: cc_.ucomisd(b, a); cc_.setb(t.r8()); break;
+    case FloatCond::kEq:
+      cc_.xor_(u.r32(), u.r32());
+      cc_.ucomisd(a, b);
+      cc_.sete(t.r8());
+      cc_.setnp(u.r8());
+      cc_.and_(t, u);
+      break;
+    case FloatCond::kNe:
+      cc_.xor_(u.r32(), u.r32());
+      cc_.ucomisd(a, b);
+      cc_.setne(t.r8());
+      cc_.setp(u.r8());
+      cc_.or_(t, u);
+      break;
+  }
+  cc_.mov(dst, t);
+}
+
+X86Backend::Int X86Backend::CallIntHelper(const Int& table, int32_t offset, std::initializer_list<Int> args) {
+  Int target = NewInt();
+  cc_.mov(target, x86::qword_ptr(table, offset));
+  FuncSignatureBuilder signature(CallConvId::kHost);
+  signature.setRetT<int64_t>();
+  for (size_t i = 0; i < args.size(); ++i) signature.addArgT<int64_t>();
+  InvokeNode* invoke;
+  cc_.invoke(&invoke, target, signature);
+  size_t i = 0;
+  for (const Int& arg : args) invoke->setArg(i++, arg);
+  Int result = NewInt();
+  invoke->setRet(0, result);
+  return result;
+}
+
+X86Backend::Float X86Backend::CallFloatHelper(const Int& table, int32_t offset, std::initializer_list<Float> args) {
+  Int target = NewInt();
+  cc_.mov(target, x86::qword_ptr(table, offset));
+  FuncSignatureBuilder signature(CallConvId::kHost);
+  signature.setRetT<double>();
+  for (size_t i = 0; i < args.size(); ++i) signature.addArgT<double>();
+  InvokeNode* invoke;
+  cc_.invoke(&invoke, target, signature);
+  size_t i = 0;
+  for (const Float& arg : args) invoke->setArg(i++, arg);
+  Float result = NewFloat();
+  invoke->setRet(0, result);
+  return result;
+}
+
+}  // namespace ppy::jit

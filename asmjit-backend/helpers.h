@@ -1,0 +1,36 @@
+// The table of runtime helpers machine code calls through.
+//
+// Code never embeds a helper's address: it reads it from this table, whose
+// address arrives in JitCallContext::helpers. So code saved in the cache by one
+// process runs in another, wherever libm and ppy are mapped there.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "vm/code.h"
+#include "vm/math_table.h"
+
+namespace ppy::jit {
+
+struct JitHelpers {
+  // PyErr_CheckSignals, every kBackEdgesPerCheck back edges: nonzero with an
+  // exception set (KeyboardInterrupt) when the loop must stop.
+  int64_t (*check_signals)();
+  // A typed call: `index` in the caller's module; 1 on success, 0 with an
+  // exception set.
+  int64_t (*call_typed)(int64_t caller, int64_t index, int64_t args, int64_t result);
+  // Python's float // and % (vm/runtime.h), for a nonzero divisor.
+  double (*floor_div)(double, double);
+  double (*mod)(double, double);
+  // The math table's fast paths (nullptr where CPython computes it itself).
+  double (*math1[kMathCount])(double);
+  double (*math2[kMathCount])(double, double);
+};
+
+inline int32_t HelperOffset(size_t offset) { return static_cast<int32_t>(offset); }
+
+// The one table of this process.
+const JitHelpers& Helpers();
+
+}  // namespace ppy::jit

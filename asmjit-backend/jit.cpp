@@ -1,0 +1,167 @@
+#include "asmjit-backend/jit.h"
+
+#include <sys/mman.h>
+#include <time.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "asmjit-backend/codegen.h"
+#include "asmjit-backend/helpers.h"
+#include "vm/interpreter.h"
+#include "vm/runtime.h"
+#include "vm/status.h"
+#include "vm/tiering.h"
+
+#if defined(__x86_64__)
+#include "asmjit-backend/emit_x86.h"
+#elif defined(__aarch64__)
+#include "asmjit-backend/emit_a64.h"
+#endif
+
+namespace ppy::jit {
+
+#if defined(__x86_64__)
+using NativeBackend = X86Backend;
+#elif defined(__aarch64__)
+using NativeBackend = A64Backend;
+#endif
+
+namespace {
+
+int64_t CheckSignals() { return PyErr_CheckSignals() != 0; }
+
+int64_t CallTypedFromJit(int64_t caller, int64_t index, int64_t args, int64_t result) {
+  const FunctionCode& fn = *reinterpret_cast<const FunctionCode*>(caller);
+  return CallTyped(*fn.module->functions[index], reinterpret_cast<const Value*>(args), reinterpret_cast<Value*>(result))
+             ? 1
+             : 0;
+}
+
+JitHelpers MakeHelpers() {
+  JitHelpers helpers{};
+  helpers.check_signals = CheckSignals;
+  helpers.call_typed = CallTypedFromJit;
+  helpers.floor_div = FloorDivFloat;
+  helpers.mod = ModFloat;
+  for (int i = 0; i < kMathCount; ++i) {
+    helpers.math1[i] = kMathInfo[i].fast1;
+    helpers.math2[i] = kMathInfo[i].fast2;
+  }
+  return helpers;
+}
+
+Listener g_listener = nullptr;
+
+double Milliseconds(const timespec& start) {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - start.tv_sec) * 1e3 + (now.tv_nsec - start.tv_nsec) / 1e6;
+}
+
+// Collects asmjit's error for the message; asmjit itself never throws.
+class ErrorCollector : public asmjit::ErrorHandler {
+ public:
+  void handleError(asmjit::Error, const char* message, asmjit::BaseEmitter*) override {
+    if (first.empty()) first = message;
+  }
+  std::string first;
+};
+
+}  // namespace
+
+const JitHelpers& Helpers() {
+  static const JitHelpers helpers = MakeHelpers();
+  return helpers;
+}
+
+void SetListener(Listener listener) { g_listener = listener; }
+
+void Report(const std::string& event) {
+  if (g_listener != nullptr) g_listener(event);
+}
+
+std::string Target() {
+#if defined(__x86_64__)
+  return "x86_64-sse2";
+#else
+  return "aarch64";
+#endif
+}
+
+bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::string* error) {
+  asmjit::Environment environment = asmjit::Environment::host();
+  asmjit::CodeHolder code;
+  code.init(environment);
+  ErrorCollector errors;
+  code.setErrorHandler(&errors);
+  asmjit::StringLogger logger;
+  if (listing != nullptr) code.setLogger(&logger);
+  NativeBackend backend(&code);
+  CodeGen<NativeBackend> generator(backend, fn);
+  generator.Generate();
+  if (backend.compiler().finalize() != asmjit::kErrorOk || !errors.first.empty()) {
+    *error = "asmjit: " + (errors.first.empty() ? std::string("finalize failed") : errors.first);
+    return false;
+  }
+  if (listing != nullptr) *listing = logger.data();
+  return CopyRelocatable(code, backend.entry_label(), blob, error);
+}
+
+bool InstallBlob(const FunctionCode& fn, const uint8_t* bytes, size_t size, uint64_t entry, std::string* error) {
+  if (entry >= size) {
+    *error = "the entry lies outside the code";
+    return false;
+  }
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t mapped = (size + page - 1) / page * page;
+  void* memory = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) {
+    *error = "cannot map memory for machine code";
+    return false;
+  }
+  std::memcpy(memory, bytes, size);
+  if (mprotect(memory, mapped, PROT_READ | PROT_EXEC) != 0) {
+    munmap(memory, mapped);
+    *error = "cannot make machine code executable";
+    return false;
+  }
+  __builtin___clear_cache(static_cast<char*>(memory), static_cast<char*>(memory) + size);
+  if (fn.jit_memory != nullptr) munmap(fn.jit_memory, fn.jit_size);
+  fn.jit_memory = memory;
+  fn.jit_size = mapped;
+  fn.jit_entry = reinterpret_cast<JitFunction>(static_cast<char*>(memory) + entry);
+  fn.jit_state = JitState::kCompiled;
+  return true;
+}
+
+bool CompileAndInstall(const FunctionCode& fn, const char* trigger) {
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  Blob blob;
+  std::string error;
+  if (!CompileBlob(fn, &blob, nullptr, &error) || !InstallBlob(fn, blob.bytes.data(), blob.bytes.size(), blob.entry, &error)) {
+    fn.jit_state = JitState::kUnavailable;
+    Report(Format("jit: %s stays on the interpreter: %s", fn.qualname.c_str(), error.c_str()));
+    return false;
+  }
+  Report(Format("jit: compiled %s (trigger: %s), %zu bytes in %.2f ms", fn.qualname.c_str(), trigger, blob.bytes.size(),
+                Milliseconds(start)));
+  return true;
+}
+
+void Install() {
+  const char* setting = std::getenv("PPY_JIT");
+  std::string mode = setting ? setting : "";
+  g_tiering.compile = CompileAndInstall;
+  g_tiering.helpers = &Helpers();
+  if (mode == "0" || mode == "off") {
+    g_tiering.mode = JitMode::kOff;
+  } else if (mode == "eager") {
+    g_tiering.mode = JitMode::kEager;
+  } else {
+    g_tiering.mode = JitMode::kHot;
+  }
+}
+
+}  // namespace ppy::jit

@@ -1,0 +1,40 @@
+// The asmjit tier: compiling functions to machine code, and tiering.
+//
+// Install() hooks the tier into the interpreter (vm/tiering.h) according to
+// PPY_JIT: "0" keeps everything on the interpreter, "eager" compiles every
+// function before its first call, anything else compiles functions whose calls
+// or loops get hot. Code is position-independent: the same bytes run from memory
+// this process compiled or from the cache (`ppy build --warm`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "asmjit-backend/asmjit_api.h"
+#include "vm/code.h"
+
+namespace ppy::jit {
+
+void Install();
+
+// The architecture and CPU features machine code is built for, as cached code
+// is keyed: "x86_64-sse2" or "aarch64".
+std::string Target();
+
+// Compiles `fn` to relocatable bytes. `listing`, if not null, receives the
+// assembly.
+bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::string* error);
+
+// Maps `blob` executable and makes it `fn`'s machine code.
+bool InstallBlob(const FunctionCode& fn, const uint8_t* bytes, size_t size, uint64_t entry, std::string* error);
+
+// Compiles and installs; what the tiering hook runs. `trigger` says why.
+bool CompileAndInstall(const FunctionCode& fn, const char* trigger);
+
+// Events for `ppy run --trace` (a compilation, a load from the cache).
+using Listener = void (*)(const std::string& event);
+void SetListener(Listener listener);
+void Report(const std::string& event);
+
+}  // namespace ppy::jit
