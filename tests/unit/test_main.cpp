@@ -47,6 +47,7 @@ std::unique_ptr<Compiled> Compile(const std::string& source) {
 std::string ExceptionText() {
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
+  if (type == nullptr) return "<failed without an exception>";
   PyErr_NormalizeException(&type, &value, &traceback);
   std::string text = reinterpret_cast<PyTypeObject*>(type)->tp_name;
   PyObject* message = value ? PyObject_Str(value) : nullptr;

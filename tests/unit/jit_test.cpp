@@ -1,0 +1,411 @@
+// The machine-code tier, case by case: compile, run, compare with the
+// interpreter. Every case runs the same function both ways on the same inputs
+// and expects the same result or the same exception (type and message).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "asmjit-backend/jit.h"
+#include "tests/unit/test_util.h"
+#include "vm/interpreter.h"
+#include "vm/tiering.h"
+
+namespace ppy {
+namespace {
+
+using testing::Compile;
+using testing::FloatValue;
+using testing::IntValue;
+
+// Runs `name` on the interpreter, then compiled, and returns both outcomes.
+std::pair<std::string, std::string> BothWays(const testing::Compiled& compiled, const std::string& name,
+                                             const std::vector<Value>& args) {
+  const FunctionCode& fn = compiled.function(name);
+  JitMode mode = g_tiering.mode;
+  g_tiering.mode = JitMode::kOff;
+  std::string interpreted = testing::Call(compiled, name, args);
+  g_tiering.mode = JitMode::kHot;
+  if (fn.jit_state != JitState::kCompiled) {
+    EXPECT_TRUE(jit::CompileAndInstall(fn, "test")) << name;
+  }
+  std::string machine = testing::Call(compiled, name, args);
+  g_tiering.mode = mode;
+  return {interpreted, machine};
+}
+
+void ExpectSame(const testing::Compiled& compiled, const std::string& name, const std::vector<Value>& args) {
+  auto [interpreted, machine] = BothWays(compiled, name, args);
+  EXPECT_EQ(interpreted, machine) << name;
+}
+
+class Jit : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { jit::Install(); }
+};
+
+const std::vector<int64_t> kInts = {0, 1, -1, 2, -2, 3, 7, -7, 63, 64, 100, -100, 1 << 20, INT64_MAX, INT64_MIN,
+                                    INT64_MAX - 1, (int64_t{1} << 53) + 1, -(int64_t{1} << 53) - 1};
+const std::vector<double> kFloats = {0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e300, -1e-300, 1e-310, INFINITY,
+                                     -INFINITY, NAN, 9007199254740993.0, 4.5e15};
+
+TEST_F(Jit, IntegerInstructions) {
+  auto compiled = Compile(R"(
+def add(a: int, b: int) -> int: return a + b
+def sub(a: int, b: int) -> int: return a - b
+def mul(a: int, b: int) -> int: return a * b
+def floordiv(a: int, b: int) -> int: return a // b
+def mod(a: int, b: int) -> int: return a % b
+def power(a: int, b: int) -> int: return a ** b
+def truediv(a: int, b: int) -> float: return a / b
+def bits(a: int, b: int) -> int: return (a & b) ^ (a | b)
+def shl(a: int, b: int) -> int: return a << b
+def shr(a: int, b: int) -> int: return a >> b
+def smallest(a: int, b: int) -> int: return min(a, b)
+def largest(a: int, b: int) -> int: return max(a, b)
+def neg(a: int, b: int) -> int: return -a
+def inv(a: int, b: int) -> int: return ~a
+def absolute(a: int, b: int) -> int: return abs(a)
+def compare(a: int, b: int) -> tuple: return (a < b, a <= b, a == b, a != b, a > b, a >= b)
+def branch(a: int, b: int) -> int:
+    if a < b: return 1
+    if a <= b: return 2
+    if a != b: return 3
+    return 4
+)");
+  for (const char* name : {"add", "sub", "mul", "floordiv", "mod", "power", "truediv", "bits", "shl", "shr", "smallest",
+                           "largest", "neg", "inv", "absolute", "compare", "branch"}) {
+    for (int64_t a : kInts) {
+      for (int64_t b : kInts) {
+        if (std::string(name) == "power" && (b > 64 || b < -2)) continue;
+        ExpectSame(*compiled, name, {IntValue(a), IntValue(b)});
+      }
+    }
+  }
+}
+
+TEST_F(Jit, FloatInstructions) {
+  auto compiled = Compile(R"(
+import math
+def add(a: float, b: float) -> float: return a + b
+def sub(a: float, b: float) -> float: return a - b
+def mul(a: float, b: float) -> float: return a * b
+def div(a: float, b: float) -> float: return a / b
+def floordiv(a: float, b: float) -> float: return a // b
+def mod(a: float, b: float) -> float: return a % b
+def power(a: float, b: float) -> float: return a ** b
+def smallest(a: float, b: float) -> float: return min(a, b)
+def largest(a: float, b: float) -> float: return max(a, b)
+def neg(a: float, b: float) -> float: return -abs(a) + -b
+def compare(a: float, b: float) -> tuple: return (a < b, a <= b, a == b, a != b, a > b, a >= b)
+def branch(a: float, b: float) -> int:
+    if not (a < b): return 1
+    if not (a <= b): return 2
+    if a == b: return 3
+    return 4
+def truth(a: float, b: float) -> bool: return bool(a) and not b
+def to_int(a: float, b: float) -> int: return int(a)
+def roots(a: float, b: float) -> float: return math.sqrt(a) + math.exp(b) + math.log(a)
+def angles(a: float, b: float) -> float: return math.atan2(a, b) + math.sin(a) * math.cos(b)
+def rounding(a: float, b: float) -> int: return math.floor(a) + math.ceil(b) + math.trunc(a)
+def kinds(a: float, b: float) -> tuple: return (math.isnan(a), math.isinf(b), math.isfinite(a))
+def hyp(a: float, b: float) -> float: return math.hypot(a, b) + math.fmod(a, b)
+)");
+  for (const char* name : {"add", "sub", "mul", "div", "floordiv", "mod", "power", "smallest", "largest", "neg",
+                           "compare", "branch", "truth", "to_int", "roots", "angles", "rounding", "kinds", "hyp"}) {
+    for (double a : kFloats) {
+      for (double b : kFloats) ExpectSame(*compiled, name, {FloatValue(a), FloatValue(b)});
+    }
+  }
+}
+
+TEST_F(Jit, MixedComparisonsAreExact) {
+  auto compiled = Compile(R"(
+def compare(f: float, i: int) -> tuple: return (f < i, f <= i, f > i, f >= i, f == i, f != i, i < f, i >= f)
+def branch(f: float, i: int) -> int:
+    if f < i: return 1
+    if not (f >= i): return 2
+    if f == i: return 3
+    return 4
+)");
+  for (double f : kFloats) {
+    for (int64_t i : kInts) {
+      ExpectSame(*compiled, "compare", {FloatValue(f), IntValue(i)});
+      ExpectSame(*compiled, "branch", {FloatValue(f), IntValue(i)});
+    }
+  }
+}
+
+TEST_F(Jit, LoopsOfEveryStep) {
+  auto compiled = Compile(R"(
+def total(start: int, stop: int, step: int) -> int:
+    s = 0
+    for i in range(start, stop, step):
+        s += i
+    return s
+def counted(n: int, unused: int, k: int) -> int:
+    s = 0
+    for i in range(n):
+        if i == k:
+            continue
+        s += i * i
+        if s > 1000000:
+            break
+    else:
+        s = -s
+    return s
+def spin(n: int, a: int, b: int) -> int:
+    k = 0
+    while k < n:
+        k += 1
+    return k
+)");
+  for (int64_t start : {-5, 0, 3, 100}) {
+    for (int64_t stop : {-4, 0, 7, 100}) {
+      for (int64_t step : {1, 2, -1, -3, 0}) {
+        ExpectSame(*compiled, "total", {IntValue(start), IntValue(stop), IntValue(step)});
+      }
+    }
+  }
+  for (int64_t n : {0, 1, 10, 5000}) {
+    ExpectSame(*compiled, "counted", {IntValue(n), IntValue(0), IntValue(3)});
+    ExpectSame(*compiled, "spin", {IntValue(n), IntValue(0), IntValue(0)});
+  }
+  ExpectSame(*compiled, "total", {IntValue(INT64_MAX - 5), IntValue(INT64_MAX), IntValue(2)});
+}
+
+TEST_F(Jit, TypedCallsAndRecursion) {
+  auto compiled = Compile(R"(
+def fib(n: int) -> int:
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+def hypot2(x: float, y: float) -> float:
+    return x * x + y * y
+def use(n: int, x: float) -> float:
+    return hypot2(x, x) + fib(n)
+)");
+  for (int64_t n : {0, 1, 10, 20}) {
+    ExpectSame(*compiled, "fib", {IntValue(n)});
+    ExpectSame(*compiled, "use", {IntValue(n), FloatValue(1.5)});
+  }
+}
+
+// A buffer argument built in Python, as the call boundary would borrow it.
+struct BorrowedArray {
+  PyObject* array = nullptr;
+  Py_buffer raw{};
+  BufferView view;
+  BorrowedArray(const char* format, const std::string& values, bool readonly = false) {
+    std::string code = std::string("__import__('array').array('") + format + "', " + values + ")";
+    if (readonly) code = "memoryview(" + code + ".tobytes()).cast('" + format + "')";
+    PyObject* globals = PyDict_New();
+    PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
+    array = PyRun_String(code.c_str(), Py_eval_input, globals, globals);
+    Py_DECREF(globals);
+    EXPECT_NE(array, nullptr);
+    PyObject_GetBuffer(array, &raw, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS);
+    view.data = static_cast<char*>(raw.buf);
+    view.length = raw.len / raw.itemsize;
+    view.readonly = raw.readonly;
+    view.owner = array;
+    view.exporter = readonly ? Exporter::kMemoryview : Exporter::kArray;
+    view.format = format[0];
+    switch (format[0]) {
+      case 'd': view.elem = ElemType::kF64; break;
+      case 'f': view.elem = ElemType::kF32; break;
+      case 'q': view.elem = ElemType::kI64; break;
+      default: view.elem = ElemType::kI8; break;
+    }
+  }
+  ~BorrowedArray() {
+    PyBuffer_Release(&raw);
+    Py_XDECREF(array);
+  }
+  Value value() {
+    Value v;
+    v.u = &view;
+    return v;
+  }
+  std::string contents() {
+    PyObject* repr = PyObject_Repr(array);
+    std::string text = PyUnicode_AsUTF8(repr);
+    Py_DECREF(repr);
+    return text;
+  }
+};
+
+TEST_F(Jit, BufferAccessesKeepPythonsIndexRules) {
+  auto compiled = Compile(R"(
+from ppy import Buffer, i8, f32
+def read(xs: Buffer[float], i: int) -> float: return xs[i]
+def write(xs: Buffer[float], i: int) -> float:
+    xs[i] = 2.5
+    return xs[i]
+def summed(xs: Buffer[float], base: int) -> float:
+    s = 0.0
+    for i in range(4):
+        s += xs[base + i]
+    return s
+def histogram(xs: Buffer[int], k: int) -> int:
+    for i in range(len(xs)):
+        xs[(i * k) % len(xs)] += 1
+    return xs[0]
+def narrow(xs: Buffer[i8], v: int) -> int:
+    xs[0] = v
+    return xs[0]
+def single(xs: Buffer[f32], v: float) -> float:
+    xs[1] = v
+    return xs[1]
+)");
+  for (int64_t i : std::vector<int64_t>{0, 3, 5, -1, -6, -7, 100, INT64_MIN}) {
+    BorrowedArray xs("d", "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]");
+    auto [a, b] = BothWays(*compiled, "read", {xs.value(), IntValue(i)});
+    EXPECT_EQ(a, b) << i;
+    BorrowedArray w1("d", "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]"), w2("d", "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]");
+    const FunctionCode& fn = compiled->function("write");
+    g_tiering.mode = JitMode::kOff;
+    std::string interpreted = testing::Call(*compiled, "write", {w1.value(), IntValue(i)});
+    g_tiering.mode = JitMode::kHot;
+    if (fn.jit_state != JitState::kCompiled) jit::CompileAndInstall(fn, "test");
+    std::string machine = testing::Call(*compiled, "write", {w2.value(), IntValue(i)});
+    EXPECT_EQ(interpreted, machine) << i;
+    EXPECT_EQ(w1.contents(), w2.contents()) << i;
+  }
+  for (int64_t base : std::vector<int64_t>{0, 2, 3, -4, -5, INT64_MAX}) {
+    BorrowedArray xs("d", "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]");
+    ExpectSame(*compiled, "summed", {xs.value(), IntValue(base)});
+  }
+  for (int64_t k : {0, 1, 3, -2}) {
+    BorrowedArray h1("q", "[0] * 7"), h2("q", "[0] * 7");
+    g_tiering.mode = JitMode::kOff;
+    std::string interpreted = testing::Call(*compiled, "histogram", {h1.value(), IntValue(k)});
+    g_tiering.mode = JitMode::kHot;
+    jit::CompileAndInstall(compiled->function("histogram"), "test");
+    std::string machine = testing::Call(*compiled, "histogram", {h2.value(), IntValue(k)});
+    EXPECT_EQ(interpreted, machine);
+    EXPECT_EQ(h1.contents(), h2.contents());
+  }
+  for (int64_t v : {0, 127, 128, -128, -129}) {
+    BorrowedArray xs("b", "[0, 0]");
+    ExpectSame(*compiled, "narrow", {xs.value(), IntValue(v)});
+  }
+  for (double v : {0.1, 1e39, -2.5}) {
+    BorrowedArray xs("f", "[0.0, 0.0]");
+    ExpectSame(*compiled, "single", {xs.value(), FloatValue(v)});
+  }
+  BorrowedArray readonly("d", "[1.0, 2.0]", true);
+  ExpectSame(*compiled, "write", {readonly.value(), IntValue(0)});
+}
+
+// ---- A property test: random typed loop programs ------------------------------------------
+
+// Writes a random function over two ints, a float and a float buffer: loops with
+// random steps and bounds, branches, integer and float arithmetic (including the
+// operations that raise), buffer reads and writes. Every name is typed from its
+// first assignment.
+std::string RandomProgram(std::mt19937_64& random) {
+  auto pick = [&](int n) { return static_cast<int>(random() % n); };
+  std::vector<std::string> ints = {"a", "b", "i0"}, floats = {"x", "y"};
+  std::function<std::string(int)> int_expr = [&](int depth) -> std::string {
+    if (depth <= 0 || pick(3) == 0) {
+      return pick(3) == 0 ? std::to_string(pick(20) - 5) : ints[pick(static_cast<int>(ints.size()))];
+    }
+    static const char* kOps[] = {"+", "-", "*", "//", "%", "&", "|", "^"};
+    return "(" + int_expr(depth - 1) + " " + kOps[pick(8)] + " " + int_expr(depth - 1) + ")";
+  };
+  std::function<std::string(int)> float_expr = [&](int depth) -> std::string {
+    if (depth <= 0 || pick(3) == 0) {
+      switch (pick(4)) {
+        case 0: return std::to_string(pick(40) - 20) + ".5";
+        case 1: return "xs[" + int_expr(0) + " % len(xs)]";
+        default: return floats[pick(static_cast<int>(floats.size()))];
+      }
+    }
+    static const char* kOps[] = {"+", "-", "*", "/"};
+    if (pick(6) == 0) return "float(" + int_expr(depth - 1) + ")";
+    if (pick(8) == 0) return "math.sqrt(abs(" + float_expr(depth - 1) + "))";
+    return "(" + float_expr(depth - 1) + " " + kOps[pick(4)] + " " + float_expr(depth - 1) + ")";
+  };
+  auto condition = [&]() -> std::string {
+    static const char* kCmp[] = {"<", "<=", "==", "!=", ">", ">="};
+    switch (pick(3)) {
+      case 0: return int_expr(1) + " " + kCmp[pick(6)] + " " + int_expr(1);
+      case 1: return float_expr(1) + " " + kCmp[pick(6)] + " " + float_expr(1);
+      default: return float_expr(1) + " " + kCmp[pick(6)] + " " + int_expr(1);
+    }
+  };
+  std::ostringstream body;
+  std::function<void(int, int)> statements = [&](int indent, int depth) {
+    std::string pad(indent * 4, ' ');
+    int count = 1 + pick(3);
+    for (int s = 0; s < count; ++s) {
+      switch (pick(depth > 2 ? 4 : 7)) {
+        case 0: body << pad << ints[pick(2)] << " = " << int_expr(2) << "\n"; break;
+        case 1: body << pad << floats[pick(2)] << " = " << float_expr(2) << "\n"; break;
+        case 2: body << pad << "xs[" << int_expr(1) << " % len(xs)] = " << float_expr(1) << "\n"; break;
+        case 3: body << pad << floats[pick(2)] << " += " << float_expr(1) << "\n"; break;
+        case 4: {
+          std::string var = "i" + std::to_string(depth);
+          int start = pick(5) - 2, stop = pick(30), step = pick(4) == 0 ? -(1 + pick(3)) : 1 + pick(3);
+          body << pad << "for " << var << " in range(" << start << ", " << stop << ", " << step << "):\n";
+          ints.push_back(var);
+          statements(indent + 1, depth + 1);
+          ints.pop_back();
+          break;
+        }
+        case 5:
+          body << pad << "if " << condition() << ":\n";
+          statements(indent + 1, depth + 1);
+          body << pad << "else:\n";
+          statements(indent + 1, depth + 1);
+          break;
+        default: {
+          std::string counter = "k" + std::to_string(depth);
+          body << pad << counter << " = 0\n" << pad << "while " << counter << " < " << pick(20) << ":\n";
+          body << pad << "    " << counter << " += 1\n";
+          statements(indent + 1, depth + 1);
+          break;
+        }
+      }
+    }
+  };
+  statements(1, 0);
+  return "import math\nfrom ppy import Buffer\n\ndef kernel(a: int, b: int, x: float, xs: Buffer[float]) -> float:\n"
+         "    y = 0.0\n    i0 = 0\n" +
+         body.str() + "    return x + y + float(a) + float(b) + xs[0]\n";
+}
+
+TEST_F(Jit, RandomLoopProgramsAgreeWithTheInterpreter) {
+  std::mt19937_64 random(20261129);
+  int compiled_programs = 0;
+  for (int program = 0; program < 150; ++program) {
+    std::string source = RandomProgram(random);
+    auto compiled = Compile(source);
+    if (compiled->result.functions.empty() || !compiled->result.functions[0].compiled) continue;
+    ++compiled_programs;
+    for (int trial = 0; trial < 3; ++trial) {
+      int64_t a = static_cast<int64_t>(random() % 41) - 20, b = static_cast<int64_t>(random() % 41) - 20;
+      double x = static_cast<double>(random() % 1000) / 37.0 - 10.0;
+      BorrowedArray x1("d", "[1.5, -2.0, 3.25, 0.0, 7.0]"), x2("d", "[1.5, -2.0, 3.25, 0.0, 7.0]");
+      const FunctionCode& fn = compiled->function("kernel");
+      g_tiering.mode = JitMode::kOff;
+      std::string interpreted = testing::Call(*compiled, "kernel", {IntValue(a), IntValue(b), FloatValue(x), x1.value()});
+      g_tiering.mode = JitMode::kHot;
+      if (fn.jit_state != JitState::kCompiled) {
+        ASSERT_TRUE(jit::CompileAndInstall(fn, "test")) << source;
+      }
+      std::string machine = testing::Call(*compiled, "kernel", {IntValue(a), IntValue(b), FloatValue(x), x2.value()});
+      ASSERT_EQ(interpreted, machine) << source << "\nwith a=" << a << " b=" << b << " x=" << x;
+      ASSERT_EQ(x1.contents(), x2.contents()) << source;
+    }
+  }
+  EXPECT_GT(compiled_programs, 100);
+}
+
+}  // namespace
+}  // namespace ppy
