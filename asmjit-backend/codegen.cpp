@@ -68,4 +68,19 @@ bool Covers(const FunctionCode& fn, const Instr& in) {
   }
 }
 
+std::vector<int32_t> LoopEntries(const FunctionCode& fn) {
+  std::vector<int32_t> entries;
+  for (int32_t header : fn.loop_headers) {
+    // The loop is the code from its head to the last back edge that jumps there.
+    int32_t end = header;
+    for (int32_t pc = header; pc < static_cast<int32_t>(fn.code.size()); ++pc) {
+      if (HasFlag(fn.code[pc].op, kFlagLoop) && fn.code[pc].d == header) end = pc;
+    }
+    bool covered = true;
+    for (int32_t pc = header; pc <= end && covered; ++pc) covered = Covers(fn, fn.code[pc]);
+    if (covered) entries.push_back(header);
+  }
+  return entries;
+}
+
 }  // namespace ppy::jit

@@ -47,6 +47,10 @@ void RegistersOf(const FunctionCode& fn, const Instr& in, RegisterSet* reads, Re
 // Which instructions the machine code runs itself (the rest are side exits).
 bool Covers(const FunctionCode& fn, const Instr& in);
 
+// The loop heads machine code can be entered at: those whose loop bodies it
+// runs entirely. Sorted.
+std::vector<int32_t> LoopEntries(const FunctionCode& fn);
+
 template <typename B>
 class CodeGen {
  public:
@@ -360,7 +364,8 @@ class CodeGen {
 
   void Dispatch() {
     std::vector<int32_t> entries = {0};
-    entries.insert(entries.end(), fn_.loop_headers.begin(), fn_.loop_headers.end());
+    std::vector<int32_t> loops = LoopEntries(fn_);
+    entries.insert(entries.end(), loops.begin(), loops.end());
     for (int32_t pc : entries) b_.BranchIntImm(IntCond::kEq, entry_pc_, pc, labels_[pc]);
     // An entry that is not one: resume the interpreter where it asked to start.
     b_.Return(entry_pc_);

@@ -1,11 +1,19 @@
 #include "asmjit-backend/jit.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
 
 #include <cstdlib>
 #include <cstring>
 
+#include "asmjit-backend/code_cache.h"
 #include "asmjit-backend/codegen.h"
 #include "asmjit-backend/helpers.h"
 #include "vm/interpreter.h"
@@ -131,6 +139,8 @@ bool InstallBlob(const FunctionCode& fn, const uint8_t* bytes, size_t size, uint
   fn.jit_memory = memory;
   fn.jit_size = mapped;
   fn.jit_entry = reinterpret_cast<JitFunction>(static_cast<char*>(memory) + entry);
+  fn.jit_enters_at_start = Covers(fn, fn.code[0]);
+  fn.jit_loop_entries = LoopEntries(fn);
   fn.jit_state = JitState::kCompiled;
   return true;
 }
@@ -150,10 +160,59 @@ bool CompileAndInstall(const FunctionCode& fn, const char* trigger) {
   return true;
 }
 
+namespace {
+
+uint64_t NowNs() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000u + now.tv_nsec;
+}
+
+void StopWaiting(const ModuleCode& module, JitState state) {
+  for (const auto& fn : module.functions) {
+    if (fn->jit_state == JitState::kPending) fn->jit_state = state;
+  }
+}
+
+// Whether the builder still holds the lock (it releases it with its process).
+bool BuilderRunning(const std::string& lock_path) {
+  int fd = open(lock_path.c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  bool locked = flock(fd, LOCK_SH | LOCK_NB) != 0;
+  close(fd);
+  return locked;
+}
+
+void PollPending(const FunctionCode& fn) {
+  const ModuleCode& module = *fn.module;
+  uint64_t now = NowNs();
+  if (now - module.pending_polled_ns < 5'000'000) return;
+  module.pending_polled_ns = now;
+  std::ifstream file(module.pending_code_path, std::ios::binary);
+  if (file.good()) {
+    std::stringstream contents;
+    contents << file.rdbuf();
+    StatusOr<int> loaded = LoadMachineCode(module, contents.str(), module.pending_version, module.pending_key);
+    if (loaded.ok()) {
+      Report(Format("jit: mapped machine code for %d functions of %s from %s (it appeared while running)", *loaded,
+                    module.module_name.c_str(), module.pending_code_path.c_str()));
+      StopWaiting(module, JitState::kNone);
+      return;
+    }
+  }
+  if (!BuilderRunning(module.pending_lock_path)) {
+    // The builder is gone without leaving code: compile here as usual.
+    StopWaiting(module, JitState::kNone);
+  }
+}
+
+}  // namespace
+
 void Install() {
   const char* setting = std::getenv("PPY_JIT");
   std::string mode = setting ? setting : "";
   g_tiering.compile = CompileAndInstall;
+  g_tiering.poll = PollPending;
   g_tiering.helpers = &Helpers();
   if (mode == "0" || mode == "off") {
     g_tiering.mode = JitMode::kOff;

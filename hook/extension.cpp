@@ -13,10 +13,12 @@
 #include <map>
 #include <string>
 
+#include "asmjit-backend/code_cache.h"
 #include "asmjit-backend/jit.h"
 #include "build_id.h"
 #include "vm/function_object.h"
 #include "vm/interpreter.h"
+#include "vm/tiering.h"
 #include "vm/serialize.h"
 
 namespace ppy {
@@ -121,7 +123,78 @@ PyObject* JitListing(PyObject*, PyObject* args) {
   return nullptr;
 }
 
+const ModuleCode* AttachedCode(PyObject* module) {
+  const ModuleCode* code = reinterpret_cast<CompiledModuleObject*>(module)->code;
+  if (code->globals == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "the compiled module must be attached first");
+    return nullptr;
+  }
+  return code;
+}
+
+// jit_build(compiled_module, ppy_version, key) -> bytes: machine code for every
+// function, for the cache.
+PyObject* JitBuild(PyObject*, PyObject* args) {
+  PyObject* module;
+  const char *version, *key;
+  if (!PyArg_ParseTuple(args, "O!ss:jit_build", &CompiledModuleType, &module, &version, &key)) return nullptr;
+  const ModuleCode* code = AttachedCode(module);
+  if (code == nullptr) return nullptr;
+  StatusOr<std::string> data = jit::BuildMachineCode(*code, version, key);
+  if (!data.ok()) return RaiseEntryError("corrupt", data.status().message());
+  return PyBytes_FromStringAndSize(data->data(), data->size());
+}
+
+// jit_load(compiled_module, data, ppy_version, key) -> how many functions got code.
+PyObject* JitLoad(PyObject*, PyObject* args) {
+  PyObject* module;
+  Py_buffer data;
+  const char *version, *key;
+  if (!PyArg_ParseTuple(args, "O!y*ss:jit_load", &CompiledModuleType, &module, &data, &version, &key)) return nullptr;
+  const ModuleCode* code = AttachedCode(module);
+  if (code == nullptr) {
+    PyBuffer_Release(&data);
+    return nullptr;
+  }
+  StatusOr<int> loaded =
+      jit::LoadMachineCode(*code, std::string_view(static_cast<const char*>(data.buf), data.len), version, key);
+  PyBuffer_Release(&data);
+  if (!loaded.ok()) return RaiseEntryError("corrupt", loaded.status().message());
+  return PyLong_FromLong(*loaded);
+}
+
+// jit_wait(compiled_module, code_path, lock_path, ppy_version, key): machine code
+// is being built by another process; run on the interpreter until it appears.
+PyObject* JitWait(PyObject*, PyObject* args) {
+  PyObject* module;
+  const char *path, *lock, *version, *key;
+  if (!PyArg_ParseTuple(args, "O!ssss:jit_wait", &CompiledModuleType, &module, &path, &lock, &version, &key)) {
+    return nullptr;
+  }
+  ModuleCode* code = reinterpret_cast<CompiledModuleObject*>(module)->code;
+  code->pending_code_path = path;
+  code->pending_lock_path = lock;
+  code->pending_version = version;
+  code->pending_key = key;
+  for (const auto& fn : code->functions) {
+    if (fn->jit_state == JitState::kNone) fn->jit_state = JitState::kPending;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* JitMode(PyObject*, PyObject*) {
+  switch (g_tiering.mode) {
+    case JitMode::kOff: return PyUnicode_FromString("off");
+    case JitMode::kEager: return PyUnicode_FromString("eager");
+    default: return PyUnicode_FromString("hot");
+  }
+}
+
 PyMethodDef kMethods[] = {
+    {"jit_build", JitBuild, METH_VARARGS, "jit_build(compiled_module, ppy_version, key) -> bytes"},
+    {"jit_load", JitLoad, METH_VARARGS, "jit_load(compiled_module, data, ppy_version, key) -> functions mapped"},
+    {"jit_wait", JitWait, METH_VARARGS, "jit_wait(compiled_module, code_path, lock_path, ppy_version, key)"},
+    {"jit_mode", JitMode, METH_NOARGS, "jit_mode() -> 'off', 'hot' or 'eager' (PPY_JIT)"},
     {"jit_listing", JitListing, METH_VARARGS, "jit_listing(compiled_module, name) -> str: the machine code"},
     {"set_jit_listener", SetJitListener, METH_O, "set_jit_listener(callable or None): JIT events for --trace"},
     {"digest", Digest, METH_O, "digest(data) -> 32 hex digits: the cache's content digest"},
@@ -151,7 +224,8 @@ PyMODINIT_FUNC PyInit__ppy() {
       PyExc_ValueError, nullptr);
   if (ppy::g_entry_error == nullptr || PyModule_AddObjectRef(module, "EntryError", ppy::g_entry_error) < 0 ||
       PyModule_AddIntConstant(module, "BYTECODE_VERSION", ppy::kBytecodeVersion) < 0 ||
-      PyModule_AddStringConstant(module, "BUILD_ID", PPY_BUILD_ID) < 0) {
+      PyModule_AddStringConstant(module, "BUILD_ID", PPY_BUILD_ID) < 0 ||
+      PyModule_AddStringConstant(module, "JIT_TARGET", ppy::jit::Target().c_str()) < 0) {
     Py_DECREF(module);
     return nullptr;
   }

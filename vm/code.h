@@ -32,7 +32,9 @@ struct JitCallContext;
 // Machine code of the asmjit tier for one function (see vm/tiering.h).
 using JitFunction = int64_t (*)(Value* regs, Value* result, const JitCallContext* context, int64_t entry_pc);
 
-enum class JitState : uint8_t { kNone, kCompiled, kUnavailable };
+// kPending: another process (`ppy build --warm`) is writing this module's
+// machine code to the cache; run on the interpreter and map it when it appears.
+enum class JitState : uint8_t { kNone, kCompiled, kUnavailable, kPending };
 
 // Element types of Buffer[T]. The names are the ones the ppy package exports.
 #define PPY_ELEM_TYPES(X)                     \
@@ -136,7 +138,13 @@ struct FunctionCode {
   mutable JitState jit_state = JitState::kNone;
   mutable void* jit_memory = nullptr;  // the mapping that holds it, released with the function
   mutable size_t jit_size = 0;
+  // Where the interpreter enters it: at the start, and at the heads of loops
+  // whose every instruction the machine code runs (a loop that would leave it
+  // on every iteration stays on the interpreter).
+  mutable bool jit_enters_at_start = false;
+  mutable std::vector<int32_t> jit_loop_entries;
   bool IsLoopHeader(int32_t pc) const;
+  bool IsJitLoopEntry(int32_t pc) const;
 
   FunctionCode() = default;
   FunctionCode(const FunctionCode&) = delete;
@@ -159,6 +167,14 @@ struct ModuleCode {
   // references, released by the owner of the ModuleCode).
   PyObject* globals = nullptr;
   PyObject* builtins = nullptr;
+
+  // While machine code is pending (JitState::kPending): where it will appear,
+  // the lock its builder holds, what it must match, and when we last looked.
+  std::string pending_code_path;
+  std::string pending_lock_path;
+  std::string pending_version;
+  std::string pending_key;
+  mutable uint64_t pending_polled_ns = 0;
 };
 
 }  // namespace ppy

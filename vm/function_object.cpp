@@ -187,7 +187,10 @@ PyObject* FunctionDis(PyObject* op, PyObject*) {
   return PyUnicode_FromString(Disassemble(*self->owner->code, *self->code).c_str());
 }
 
-PyObject* FunctionGetTier(PyObject*, void*) { return PyUnicode_FromString("vm"); }
+PyObject* FunctionGetTier(PyObject* op, void*) {
+  const FunctionCode& code = *reinterpret_cast<FunctionObject*>(op)->code;
+  return PyUnicode_FromString(code.jit_state == JitState::kCompiled ? "jit" : "vm");
+}
 
 PyObject* FunctionGetSignature(PyObject* op, void*) {
   const FunctionCode& fn = *reinterpret_cast<FunctionObject*>(op)->code;
@@ -389,6 +392,23 @@ PyObject* ModuleDis(PyObject* op, PyObject* args) {
   return PyUnicode_FromString(text.c_str());
 }
 
+// tiers() -> ["vm" or "jit"] for every compiled function, in index order.
+PyObject* ModuleTiers(PyObject* op, PyObject*) {
+  auto* self = reinterpret_cast<CompiledModuleObject*>(op);
+  PyObject* tiers = PyList_New(0);
+  if (tiers == nullptr) return nullptr;
+  for (const auto& fn : self->code->functions) {
+    PyObject* tier = PyUnicode_FromString(fn->jit_state == JitState::kCompiled ? "jit" : "vm");
+    if (tier == nullptr || PyList_Append(tiers, tier) < 0) {
+      Py_XDECREF(tier);
+      Py_DECREF(tiers);
+      return nullptr;
+    }
+    Py_DECREF(tier);
+  }
+  return tiers;
+}
+
 // stats() -> [(name, calls, seconds, jit entries)] for every compiled function.
 PyObject* ModuleStats(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
@@ -431,6 +451,7 @@ PyMethodDef kModuleMethods[] = {
     {"binder", ModuleBinder, METH_O, "binder(index) -> the decorator that makes a compiled def's function"},
     {"function_names", ModuleFunctionNames, METH_NOARGS, "The compiled functions, in index order."},
     {"dis", ModuleDis, METH_VARARGS, "dis([name]) -> the disassembly of every (or one) function"},
+    {"tiers", ModuleTiers, METH_NOARGS, "tiers() -> ['vm' or 'jit'] per compiled function"},
     {"stats", ModuleStats, METH_NOARGS, "stats() -> [(name, calls, seconds, jit entries)]; seconds only while profiling"},
     {nullptr, nullptr, 0, nullptr},
 };

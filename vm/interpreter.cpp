@@ -275,6 +275,7 @@ int64_t MathToBool(int fn, double x) {
 
 // Whether `fn` should have machine code by now; compiles it if so.
 bool TierUpAtCall(const FunctionCode& fn) {
+  if (fn.jit_state == JitState::kPending) g_tiering.poll(fn);
   if (fn.jit_state == JitState::kNone &&
       (g_tiering.mode == JitMode::kEager || fn.calls >= g_tiering.call_threshold)) {
     g_tiering.compile(fn, g_tiering.mode == JitMode::kEager ? "eager" : "calls");
@@ -284,6 +285,7 @@ bool TierUpAtCall(const FunctionCode& fn) {
 
 bool TierUpAtLoop(const FunctionCode& fn) {
   fn.back_edges += kBackEdgesPerCheck;
+  if (fn.jit_state == JitState::kPending) g_tiering.poll(fn);
   if (fn.jit_state == JitState::kNone &&
       (g_tiering.mode == JitMode::kEager || fn.back_edges >= g_tiering.back_edge_threshold)) {
     g_tiering.compile(fn, "loop");
@@ -366,7 +368,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
       ticks = kBackEdgesPerCheck;                                        \
       if (PyErr_CheckSignals() != 0) goto error;                         \
       if (g_tiering.mode != JitMode::kOff && TierUpAtLoop(fn)) {         \
-        if (fn.jit_entry != nullptr && fn.IsLoopHeader(target)) {        \
+        if (fn.jit_entry != nullptr && fn.IsJitLoopEntry(target)) {      \
           jit_pc = (target);                                             \
           goto enter_jit;                                                \
         }                                                                \
@@ -378,7 +380,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
 
   Instr in;
   int64_t jit_pc = 0;
-  if (g_tiering.mode != JitMode::kOff && TierUpAtCall(fn) && fn.jit_entry != nullptr) goto enter_jit;
+  if (g_tiering.mode != JitMode::kOff && TierUpAtCall(fn) && fn.jit_enters_at_start) goto enter_jit;
   goto* kDispatch[static_cast<uint8_t>(ip->op)];
 
   // Machine code runs on this same frame. It returns to be resumed at a pc (a

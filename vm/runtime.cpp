@@ -28,6 +28,10 @@ bool FunctionCode::IsLoopHeader(int32_t pc) const {
   return std::binary_search(loop_headers.begin(), loop_headers.end(), pc);
 }
 
+bool FunctionCode::IsJitLoopEntry(int32_t pc) const {
+  return std::binary_search(jit_loop_entries.begin(), jit_loop_entries.end(), pc);
+}
+
 FunctionCode::~FunctionCode() {
   if (jit_memory != nullptr) munmap(jit_memory, jit_size);
   if (objects.empty() || !Py_IsInitialized()) return;

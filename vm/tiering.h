@@ -38,6 +38,9 @@ struct Tiering {
   // Compiles `fn` (sets fn.jit_entry) or marks it unavailable; `trigger` says why,
   // for `ppy run --trace`. Returns whether machine code exists now.
   bool (*compile)(const FunctionCode& fn, const char* trigger) = nullptr;
+  // For a function whose machine code is pending: looks for it (at most every
+  // few milliseconds) and maps it, or gives up waiting if its builder is gone.
+  void (*poll)(const FunctionCode& fn) = nullptr;
   // The helper table machine code calls through.
   const void* helpers = nullptr;
 };

@@ -86,7 +86,8 @@ def native(function):
 
 
 def tier(function):
-    """Where calls to `function` run: "vm", "jit", "region" or "python"."""
+    """Where calls to `function` run: "jit" (machine code), "vm" (the
+    interpreter, until the function is hot), "region" or "python"."""
     found = getattr(function, "__ppy_tier__", None)
     return found if isinstance(found, str) else "python"
 

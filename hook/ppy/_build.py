@@ -58,6 +58,7 @@ def build(source, filename, module_name, abi, key, source_digest, dependencies):
     metadata = {
         "functions": functions,
         "diagnostics": diagnostics,
+        "key": key,
         "source_digest": source_digest,
         "dependencies": dependencies,
     }

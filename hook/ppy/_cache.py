@@ -122,6 +122,35 @@ def _log_build(cache_dir, module_name, source_path, reason):
 _memory_notes = set()
 
 
+def build_machine_code(loaded, module_name):
+    """`ppy build --warm`: compiles every function of `loaded` to machine code and
+    publishes it beside the bytecode, under its own lock, unless it is there
+    already. Returns (built, seconds)."""
+    from ppy import _ppy
+
+    started = time.perf_counter()
+    path = _hook.machine_code_path_for(loaded.path)
+    namespace = {"__name__": module_name, "__builtins__": __builtins__}
+    loaded.compiled.attach(namespace)
+    existing = _hook.read_entry(path)
+    if existing is not None:
+        try:
+            _ppy.jit_load(loaded.compiled, existing, _hook.version(), loaded.key)
+            return False, time.perf_counter() - started
+        except _ppy.EntryError:
+            pass
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    lock = _Lock(path + ".lock")
+    try:
+        data = _ppy.jit_build(loaded.compiled, _hook.version(), loaded.key)
+        _publish(path, data)
+        _log_build(folder, module_name, path, "warm")
+    finally:
+        lock.release()
+    return True, time.perf_counter() - started
+
+
 def build(source_path, module_name, finder, source, source_digest, entry_path, reason, started):
     """Builds the entry `_hook.load` missed, under the module's lock."""
     from ppy import _ppy

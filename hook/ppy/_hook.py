@@ -182,6 +182,7 @@ class Loaded:
         self.reason = reason  # why it was not a hit
         self.seconds = seconds
         self.path = path
+        self.key = metadata.get("key", "") if metadata else ""
 
 
 def _current_dependencies(recorded):
@@ -194,6 +195,73 @@ def _current_dependencies(recorded):
         except OSError:
             return None
     return current
+
+
+def machine_code_path_for(entry_path):
+    """features.cpython-311.ppyc -> features.cpython-311.x86_64-sse2.ppyjit"""
+    from ppy import _ppy
+
+    return f"{entry_path[:-len('.ppyc')]}.{_ppy.JIT_TARGET}.ppyjit"
+
+
+def trusted_folder(folder):
+    """Machine code is mapped only from a folder owned by this user that no one
+    else can write to, as ssh treats its keys."""
+    try:
+        status = os.stat(folder)
+    except OSError:
+        return False
+    return status.st_uid == os.getuid() and not status.st_mode & 0o022
+
+
+def builder_running(lock_path):
+    import fcntl
+
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+_untrusted_notes = set()
+
+
+def map_machine_code(loaded):
+    """Maps the module's machine code from the cache, if `ppy build --warm` made
+    it; if it is being made right now, the functions run on the interpreter and
+    switch when it appears. Otherwise hot functions compile in this process."""
+    from ppy import _ppy
+
+    if _ppy.jit_mode() == "off" or not loaded.key:
+        return
+    path = machine_code_path_for(loaded.path)
+    folder = os.path.dirname(path)
+    if not trusted_folder(folder):
+        if folder not in _untrusted_notes and os.path.isdir(folder):
+            _untrusted_notes.add(folder)
+            _notes.note(f"the cache folder {folder} is shared (not owned by you, or writable by others): "
+                        "machine code is compiled in memory, never mapped from it")
+        return
+    started = time.perf_counter()
+    data = read_entry(path)
+    if data is not None:
+        try:
+            count = _ppy.jit_load(loaded.compiled, data, version(), loaded.key)
+        except _ppy.EntryError as error:
+            _trace.event(f"jit: not using {os.path.basename(path)}: {error.args[1]}")
+            return
+        _trace.event(f"jit: mapped machine code for {count} functions from {os.path.relpath(path)} "
+                     f"in {(time.perf_counter() - started) * 1000:.2f} ms")
+    elif builder_running(path + ".lock"):
+        _ppy.jit_wait(loaded.compiled, path, path + ".lock", version(), loaded.key)
+        _trace.event(f"jit: machine code for {os.path.basename(path)} is being built; interpreting until it appears")
 
 
 def read_entry(entry_path):
@@ -282,7 +350,8 @@ def execute(module, source_path):
     namespace.setdefault("__file__", source_path)
     namespace.setdefault("__builtins__", __builtins__)
     loaded.compiled.attach(namespace)
-    _trace.functions_bound(module.__name__, loaded.metadata)
+    map_machine_code(loaded)
+    _trace.functions_bound(module.__name__, loaded.metadata, loaded.compiled)
     code = marshal.loads(loaded.compiled.extras[MODULE_CODE])
     exec(code, namespace)
 

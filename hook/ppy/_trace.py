@@ -21,6 +21,11 @@ def _emit(message):
     print(f"ppy trace: {message}", file=sys.stderr)
 
 
+def event(message):
+    if enabled():
+        _emit(message)
+
+
 def module_loaded(name, path, loaded):
     if not enabled():
         return
@@ -28,6 +33,7 @@ def module_loaded(name, path, loaded):
         from ppy import _ppy
 
         _ppy.set_profiling(True)
+        _ppy.set_jit_listener(_emit)
         atexit.register(_summary)
     _modules.append((name, loaded.compiled))
     try:
@@ -45,12 +51,15 @@ def module_loaded(name, path, loaded):
         _emit(f"module {name} ({where}): cache miss ({loaded.reason}), built {place} in {milliseconds:.2f} ms")
 
 
-def functions_bound(name, metadata):
+def functions_bound(name, metadata, compiled):
     if not enabled():
         return
+    tiers = compiled.tiers()
     for function in metadata["functions"]:
         if function["compiled"]:
-            _emit(f"  {name}.{function['name']}: vm")
+            tier = tiers[function["index"]]
+            what = "jit (machine code mapped)" if tier == "jit" else "vm (machine code once hot)"
+            _emit(f"  {name}.{function['name']}: {what}")
         else:
             line = function["reason_loc"][0]
             _emit(f"  {name}.{function['name']}: python ({function['reason']}, line {line})")

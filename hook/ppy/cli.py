@@ -3,7 +3,7 @@
     ppy build [--warm] [-v] PATH...   build every .ppy module under PATH into its cache
     ppy check [-v] PATH...            report errors as file:line:col: error: message
     ppy run [--trace] FILE [ARGS...]  run a .ppy file as __main__, natively
-    ppy dis FILE [FUNC]               print the bytecode of FILE's compiled functions
+    ppy dis [--jit] FILE [FUNC]       print the bytecode (or machine code) of FILE's compiled functions
     ppy clean [PATH...]               remove .ppy-cache folders under PATH
 
 build, check and clean are silent and exit 0 on success.
@@ -104,6 +104,13 @@ def _command_build(args):
                 print(f"{path}: up to date")
             else:
                 print(f"{path}: built ({loaded.reason}) in {loaded.seconds * 1000:.1f} ms")
+        if args.warm:
+            from ppy import _cache
+
+            built, seconds = _cache.build_machine_code(loaded, _module_name(path))
+            if args.verbose:
+                state = f"compiled in {seconds * 1000:.1f} ms" if built else "up to date"
+                print(f"{path}: machine code {state}")
     return 1 if failed else 0
 
 
@@ -128,7 +135,7 @@ def _command_run(args):
 
 
 def _command_dis(args):
-    from ppy import _hook
+    from ppy import _hook, _ppy
 
     loaded = _hook.load(args.file, _module_name(args.file), _finder_near(args.file))
     names = loaded.compiled.function_names()
@@ -139,7 +146,13 @@ def _command_dis(args):
         else:
             print(f"no function {args.function} in {args.file}", file=sys.stderr)
         return 1
-    sys.stdout.write(loaded.compiled.dis(args.function))
+    if not args.jit:
+        sys.stdout.write(loaded.compiled.dis(args.function))
+        return 0
+    loaded.compiled.attach({"__name__": _module_name(args.file), "__builtins__": __builtins__})
+    for name in names if args.function is None else [args.function]:
+        print(f"machine code of {name} ({_ppy.JIT_TARGET}):")
+        sys.stdout.write(_ppy.jit_listing(loaded.compiled, name))
     return 0
 
 
@@ -183,7 +196,8 @@ def _parser():
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
     run.set_defaults(run=_command_run)
 
-    dis = commands.add_parser("dis", help="print the bytecode of compiled functions")
+    dis = commands.add_parser("dis", help="print the bytecode (or machine code) of compiled functions")
+    dis.add_argument("--jit", action="store_true", help="print the machine code instead")
     dis.add_argument("file", metavar="FILE")
     dis.add_argument("function", nargs="?", metavar="FUNC")
     dis.set_defaults(run=_command_dis)

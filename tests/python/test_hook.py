@@ -187,8 +187,8 @@ def test_trace_reports_the_cache_the_tiers_and_a_summary(runner):
     assert first.stdout == SEED_LINE
     assert "ppy trace: module __main__ (features.ppy): cache miss (no entry), built into the cache in" in first.stderr
     for name in ("standardize", "bucketize", "_check"):
-        assert f"ppy trace:   __main__.{name}: vm\n" in first.stderr
+        assert f"ppy trace:   __main__.{name}: vm (machine code once hot)\n" in first.stderr
     second = runner.ppy("run", "--trace", "features.ppy", cwd=EXAMPLE)
     assert "ppy trace: module __main__ (features.ppy): cache hit, loaded in" in second.stderr
     summary = second.stderr.split("summary:")[1]
-    assert "__main__.standardize" in summary and "1 calls" in summary
+    assert "__main__.standardize" in summary and "1 calls" in summary and "jit entries" in summary

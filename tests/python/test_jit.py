@@ -1,0 +1,132 @@
+"""The machine-code tier as processes see it: tiering, `ppy build --warm` and the
+cache rules for machine code."""
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "31_torchrun"
+SEED_LINE = "checksum=-2083.056718 outside=134 counts=[452, 3853, 11555, 16790, 16661, 11022, 3174, 359]\n"
+
+
+@pytest.fixture
+def example(tmp_path):
+    shutil.copy(EXAMPLE / "features.ppy", tmp_path)
+    return tmp_path
+
+
+def _jit_file(cache_dir):
+    found = list(Path(cache_dir).glob("features.*.ppyjit"))
+    return found[0] if found else None
+
+
+def test_a_warm_build_is_mapped_and_nothing_compiles(runner, example):
+    warm = runner.ppy("build", "--warm", example)
+    assert (warm.returncode, warm.stdout, warm.stderr) == (0, "", "")
+    assert _jit_file(runner.cache_dir) is not None
+    run = runner.ppy("run", "--trace", "features.ppy", cwd=example)
+    assert run.stdout == SEED_LINE
+    assert "jit: mapped machine code for 3 functions from" in run.stderr
+    assert "__main__.standardize: jit (machine code mapped)" in run.stderr
+    assert "jit: compiled" not in run.stderr
+    # Only the bytecode entry and the machine code were ever built.
+    builds = (runner.cache_dir / "build.log").read_text().splitlines()
+    assert len(builds) == 2 and "reason=warm" in builds[1]
+
+
+def test_hot_loops_compile_in_process_without_a_warm_cache(runner, example):
+    run = runner.ppy("run", "--trace", "features.ppy", cwd=example)
+    assert run.stdout == SEED_LINE
+    assert "jit: compiled standardize (trigger: loop)" in run.stderr
+    assert "jit: compiled bucketize (trigger: loop)" in run.stderr
+    assert _jit_file(runner.cache_dir) is None
+
+
+def test_jit_off_keeps_everything_on_the_interpreter(runner, example):
+    runner.ppy("build", "--warm", example)
+    run = runner.ppy("run", "--trace", "features.ppy", cwd=example, PPY_JIT="0")
+    assert run.stdout == SEED_LINE
+    assert "jit:" not in run.stderr
+    assert "__main__.standardize: vm" in run.stderr
+
+
+def test_machine_code_is_never_mapped_from_a_shared_folder(runner, example):
+    runner.ppy("build", "--warm", example)
+    runner.cache_dir.chmod(0o777)
+    try:
+        run = runner.ppy("run", "--trace", "features.ppy", cwd=example)
+    finally:
+        runner.cache_dir.chmod(0o755)
+    assert run.stdout == SEED_LINE
+    assert run.stderr.count("machine code is compiled in memory, never mapped from it") == 1
+    assert "jit: mapped" not in run.stderr
+    assert "jit: compiled standardize" in run.stderr
+
+
+def test_corrupt_machine_code_is_ignored(runner, example):
+    runner.ppy("build", "--warm", example)
+    path = _jit_file(runner.cache_dir)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    run = runner.ppy("run", "--trace", "features.ppy", cwd=example)
+    assert run.stdout == SEED_LINE
+    assert "not using" in run.stderr and "checksum mismatch" in run.stderr
+    assert "jit: compiled standardize" in run.stderr
+
+
+SPIN = """\
+def spin(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i % 7
+    return total
+"""
+
+WAITER = """
+import time, ppy, kernel
+print(ppy.tier(kernel.spin), flush=True)
+started = time.time()
+while ppy.tier(kernel.spin) != "jit" and time.time() - started < 60:
+    kernel.spin(20000)
+print(ppy.tier(kernel.spin), flush=True)
+"""
+
+
+def test_a_rank_waits_on_the_interpreter_for_code_being_built_then_switches(runner, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "kernel.ppy").write_text(SPIN)
+    # The bytecode entry exists; the machine code is "being built": its lock is held.
+    assert runner.python("-c", "import ppy, kernel", cwd=project).returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "kernel.ppy").write_text(SPIN)
+    other_cache = tmp_path / "other-cache"
+    assert runner.ppy("build", "--warm", elsewhere, PPY_CACHE_DIR=str(other_cache)).returncode == 0
+    [built] = other_cache.glob("kernel.*.ppyjit")
+    target = runner.cache_dir / built.name
+    lock = os.open(str(target) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        waiter = subprocess.Popen([sys.executable, "-c", WAITER], cwd=project, env=runner.env(PPY_TRACE="1"),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert waiter.stdout.readline() == "vm\n"
+        time.sleep(0.5)
+        shutil.copy(built, str(target) + ".tmp")
+        os.replace(str(target) + ".tmp", target)
+        out, err = waiter.communicate(timeout=60)
+    finally:
+        os.close(lock)
+    assert out == "jit\n", err
+    assert "is being built; interpreting until it appears" in err
+    assert "(it appeared while running)" in err
+    assert "jit: compiled" not in err
