@@ -12,15 +12,16 @@
 //   moves      MovImm(d, i64)  Mov(d, s)  FloatFromBits(d, u64)
 //   memory     LoadInt/StoreInt/LoadFloat/StoreFloat(r, base, offset)  LoadU8(d, base, offset)
 //              LoadElement(elem, d, data, index)  StoreElement(elem, s, data, index)
-//              StackArea(bytes) -> Int address  NewSlot()  StoreSlot(s, slot)  LoadSlot(d, slot)
+//              NewSlot()  StoreSlot(s, slot)  LoadSlot(d, slot)  (a stack slot per value)
 //   integers   AddChecked/SubChecked/MulChecked(d, a, b, overflow)  (d is fresh: on overflow
 //              nothing is written)  Add(d, a, b)  AddImm(d, a, i32)  And/Or/Xor(d, a, b)
 //              AndImm/XorImm(d, a, i32)  Neg(d, a)  Not(d, a)  Shl/Sar(d, a, count)
 //              SarImm(d, a, n)  DivMod(q, r, a, b)  (C's truncating division; b is neither 0
 //              nor -1)
 //   floats     FAdd FSub FMul FDiv (d, a, b)  FSqrt FNeg FAbs (d, a)
-//              IntToFloat(d, i)  FloatToIntTrunc(d, f)  (INT64_MIN when out of range or NaN)
-//   branches   BranchIfMinInt(r, L)  DecrementAndBranchNonZero(r, L)  BranchInt(cond, a, b, L)  BranchIntImm(cond, a, i64, L)  BranchFloat(cond, a, b, L)
+//              IntToFloat(d, i)  FloatToIntChecked(d, f, L)  (truncates; jumps to L for a NaN
+//              or a value outside int64, and may for exactly INT64_MIN)
+//   branches   DecrementAndBranchNonZero(r, L)  BranchInt(cond, a, b, L)  BranchIntImm(cond, a, i64, L)  BranchFloat(cond, a, b, L)
 //              SetInt(cond, d, a, b)  SetFloat(cond, d, a, b)   (d := 1 or 0)
 //   calls      CallIntHelper(table, offset, {int args}) -> Int
 //              CallFloatHelper(table, offset, {float args}) -> Float

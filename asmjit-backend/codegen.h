@@ -631,8 +631,7 @@ class CodeGen {
       case Op::I2F: b_.IntToFloat(F(a), I(bb)); break;
       case Op::F2I: {
         Int t = b_.NewInt();
-        b_.FloatToIntTrunc(t, F(bb));
-        b_.BranchIfMinInt(t, Exit());
+        b_.FloatToIntChecked(t, F(bb), Exit());
         b_.Mov(I(a), t);
         break;
       }
@@ -903,8 +902,7 @@ class CodeGen {
       case Op::MATH_FI: {
         Float r = Math1(d, F(bb));
         Int t = b_.NewInt();
-        b_.FloatToIntTrunc(t, r);
-        b_.BranchIfMinInt(t, Exit());
+        b_.FloatToIntChecked(t, r, Exit());
         b_.Mov(I(a), t);
         break;
       }
@@ -929,22 +927,28 @@ class CodeGen {
       }
 
       case Op::CALL_FN: {
+        // The arguments are the frame's own registers B..B+C-1 and the result
+        // its register A: storing their current values there is what a side
+        // exit would do anyway.
         const FunctionCode& callee = *fn_.module->functions[d];
-        Int args = b_.StackArea(static_cast<uint32_t>(std::max(1, c) * sizeof(Value)));
-        Int result = b_.StackArea(sizeof(Value));
+        Int regs = FromSlot(regs_slot_);
         for (int i = 0; i < c; ++i) {
           int reg = bb + i;
-          int32_t slot = static_cast<int32_t>(i * sizeof(Value));
-          if (KindOf(reg) == Kind::kFloat) b_.StoreFloat(F(reg), args, slot);
-          else b_.StoreInt(I(reg), args, slot);
+          int32_t slot = static_cast<int32_t>(reg * sizeof(Value));
+          if (KindOf(reg) == Kind::kFloat) b_.StoreFloat(F(reg), regs, slot);
+          else b_.StoreInt(I(reg), regs, slot);
         }
-        Int caller = b_.NewInt(), index = b_.NewInt();
+        Int caller = b_.NewInt(), index = b_.NewInt(), args = b_.NewInt(), result = b_.NewInt();
         b_.LoadInt(caller, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, function)));
         b_.MovImm(index, d);
+        b_.AddImm(args, regs, static_cast<int32_t>(bb * sizeof(Value)));
+        b_.AddImm(result, regs, static_cast<int32_t>(a * sizeof(Value)));
         Int ok = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, call_typed)), {caller, index, args, result});
         b_.BranchIntImm(IntCond::kEq, ok, 0, ErrorExit());
-        if (ppy::KindOf(callee.result) == Kind::kFloat) b_.LoadFloat(F(a), result, 0);
-        else b_.LoadInt(I(a), result, 0);
+        Int frame = FromSlot(regs_slot_);
+        int32_t slot = static_cast<int32_t>(a * sizeof(Value));
+        if (ppy::KindOf(callee.result) == Kind::kFloat) b_.LoadFloat(F(a), frame, slot);
+        else b_.LoadInt(I(a), frame, slot);
         break;
       }
       case Op::RET_I:

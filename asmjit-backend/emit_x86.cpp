@@ -136,13 +136,6 @@ void X86Backend::StoreElement(ElemType elem, const Float& src, const Int& data, 
   }
 }
 
-X86Backend::Int X86Backend::StackArea(uint32_t bytes) {
-  x86::Mem slot = cc_.newStack(bytes, 16);
-  Int address = NewInt();
-  cc_.lea(address, slot);
-  return address;
-}
-
 int X86Backend::NewSlot() {
   slots_.push_back(cc_.newStack(8, 8));
   return static_cast<int>(slots_.size()) - 1;
@@ -310,11 +303,11 @@ void X86Backend::IntToFloat(const Float& dst, const Int& src) {
   cc_.cvtsi2sd(dst, src);
 }
 
-void X86Backend::FloatToIntTrunc(const Int& dst, const Float& src) { cc_.cvttsd2si(dst, src); }
-
-void X86Backend::BranchIfMinInt(const Int& reg, const Label& target) {
-  cc_.cmp(reg, 1);  // overflows exactly for INT64_MIN
-  cc_.jo(target);
+void X86Backend::FloatToIntChecked(const Int& dst, const Float& src, const Label& fail) {
+  // cvttsd2si gives INT64_MIN for a NaN or an out-of-range value.
+  cc_.cvttsd2si(dst, src);
+  cc_.cmp(dst, 1);  // overflows exactly for INT64_MIN
+  cc_.jo(fail);
 }
 
 void X86Backend::DecrementAndBranchNonZero(const Int& reg, const Label& target) {

@@ -53,7 +53,6 @@ class X86Backend {
   void LoadElement(ElemType elem, const Float& dst, const Int& data, const Int& index);
   void StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index);
   void StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index);
-  Int StackArea(uint32_t bytes);
   // A stack slot for a value that must not occupy a register across loops.
   int NewSlot();
   void StoreSlot(const Int& src, int slot);
@@ -84,10 +83,8 @@ class X86Backend {
   void FNeg(const Float& dst, const Float& a);
   void FAbs(const Float& dst, const Float& a);
   void IntToFloat(const Float& dst, const Int& src);
-  void FloatToIntTrunc(const Int& dst, const Float& src);
+  void FloatToIntChecked(const Int& dst, const Float& src, const Label& fail);
 
-  // if reg == INT64_MIN then goto target (what a failed float-to-int conversion gives).
-  void BranchIfMinInt(const Int& reg, const Label& target);
   // reg -= 1; if reg != 0 then goto target.
   void DecrementAndBranchNonZero(const Int& reg, const Label& target);
   void BranchInt(IntCond cond, const Int& a, const Int& b, const Label& target);
