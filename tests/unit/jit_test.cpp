@@ -33,7 +33,13 @@ std::pair<std::string, std::string> BothWays(const testing::Compiled& compiled, 
   if (fn.jit_state != JitState::kCompiled) {
     EXPECT_TRUE(jit::CompileAndInstall(fn, "test")) << name;
   }
+  uint64_t entries = fn.jit_entries;
   std::string machine = testing::Call(compiled, name, args);
+  // Not merely compiled: this call ran the machine code (unless its first
+  // instruction is one the machine code leaves to the interpreter).
+  if (fn.jit_enters_at_start) {
+    EXPECT_GT(fn.jit_entries, entries) << name;
+  }
   g_tiering.mode = mode;
   return {interpreted, machine};
 }

@@ -74,7 +74,7 @@ TEST(Semantics, TrueDivisionOfIntsIsCorrectlyRounded) {
 TEST(Semantics, PowersOfIntsOverflowExactlyWhenPythonLeaves64Bits) {
   for (int64_t base : std::vector<int64_t>{0, 1, -1, 2, -2, 3, 10, -10}) {
     for (int64_t exponent : std::vector<int64_t>{0, 1, 2, 3, 31, 62, 63, 64, 100}) {
-      int64_t result;
+      int64_t result = 0;
       bool fits = PowInt(base, exponent, &result);
       std::string power = "(" + std::to_string(base) + ") ** " + std::to_string(exponent);
       std::string python = PythonEval(power);
