@@ -5,6 +5,7 @@ file(GLOB_RECURSE sources
   "${SOURCE_DIR}/compiler/*.cpp" "${SOURCE_DIR}/compiler/*.h"
   "${SOURCE_DIR}/vm/*.cpp" "${SOURCE_DIR}/vm/*.h" "${SOURCE_DIR}/vm/*.def"
   "${SOURCE_DIR}/asmjit-backend/*.cpp" "${SOURCE_DIR}/asmjit-backend/*.h"
+  "${SOURCE_DIR}/regions/*.cpp" "${SOURCE_DIR}/regions/*.h" "${SOURCE_DIR}/regions/*.def"
   "${SOURCE_DIR}/hook/extension.cpp" "${SOURCE_DIR}/hook/compiler_extension.cpp")
 list(SORT sources)
 set(all "")

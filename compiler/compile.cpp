@@ -5,11 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/ast_reader.h"
 #include "compiler/lower.h"
+#include "compiler/region.h"
 #include "vm/verify.h"
 
 namespace ppy {
 
-CompileResult CompileModule(PyObject* tree, const std::string& filename, const std::string& module_name) {
+CompileResult CompileModule(PyObject* tree, const std::string& filename, const std::string& module_name,
+                            bool regions) {
   CompileResult result;
   result.code = std::make_unique<ModuleCode>();
   result.code->module_name = module_name;
@@ -21,6 +23,18 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
   // limits. It then runs as Python, and its callers are checked again so that
   // they call it as an object.
   std::map<int, std::string> forced_fallbacks;
+
+  // Regions first: a function that becomes one is called as an object by the
+  // compiled code around it, like a fallback.
+  std::vector<RegionAttempt> attempts;
+  {
+    std::unique_ptr<ModuleInfo> scanned = CheckModule(*syntax, {});
+    attempts.resize(scanned->functions.size());
+    for (size_t i = 0; i < scanned->functions.size() && regions; ++i) {
+      attempts[i] = ExtractRegion(*scanned->functions[i].def, *scanned, filename);
+      if (attempts[i].ok) forced_fallbacks[static_cast<int>(i)] = "an ATen region";
+    }
+  }
   std::unique_ptr<ModuleInfo> info;
   std::vector<std::unique_ptr<FunctionCode>> lowered;
   //
@@ -61,6 +75,15 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
   size_t next = 0;
   for (FunctionInfo& fn : info->functions) {
     FunctionReport report;
+    RegionAttempt& attempt = attempts[&fn - info->functions.data()];
+    if (attempt.ok) {
+      report.region_index = static_cast<int>(result.regions.size());
+      report.region_ops = static_cast<int>(attempt.code.instructions.size());
+      result.regions.push_back(std::move(attempt.code));
+    } else if (attempt.candidate) {
+      report.region_reason = attempt.reason;
+      report.region_reason_loc = attempt.reason_loc;
+    }
     report.name = fn.name;
     report.line = fn.def->loc.line;
     report.statement_index = fn.statement_index;

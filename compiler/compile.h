@@ -9,6 +9,7 @@
 
 #include "compiler/diagnostics.h"
 #include "compiler/typecheck.h"
+#include "regions/region_code.h"
 #include "vm/code.h"
 
 namespace ppy {
@@ -23,16 +24,26 @@ struct FunctionReport {
   bool native_required = false;
   std::string reason;  // why it runs as Python
   Loc reason_loc;
+  // The region tier: the function's index among the module's regions, or -1;
+  // for a candidate that is not a region, why not.
+  int region_index = -1;
+  int region_ops = 0;
+  std::string region_reason;
+  Loc region_reason_loc;
 };
 
 struct CompileResult {
   std::unique_ptr<ModuleCode> code;
   std::vector<FunctionReport> functions;
   std::vector<Diagnostic> diagnostics;
+  std::vector<regions::RegionCode> regions;
 };
 
 // Compiles an ast.Module (from ParseSource). Never fails for a valid tree: what
-// it cannot compile is reported per function and runs as Python.
-CompileResult CompileModule(PyObject* tree, const std::string& filename, const std::string& module_name);
+// it cannot compile is reported per function and runs as Python. With
+// `regions`, functions of curated torch operations become ATen regions (only
+// when the region executor was built, i.e. torch was there to build it).
+CompileResult CompileModule(PyObject* tree, const std::string& filename, const std::string& module_name,
+                            bool regions = false);
 
 }  // namespace ppy

@@ -331,7 +331,8 @@ class ModuleChecker {
                 ((existing.kind == GlobalSymbol::Kind::kTypedConstant && existing.type == symbol.type) ||
                  (existing.kind == GlobalSymbol::Kind::kModule && existing.module_name == symbol.module_name) ||
                  (existing.kind == GlobalSymbol::Kind::kPpyName && existing.ppy_name == symbol.ppy_name) ||
-                 (existing.kind == GlobalSymbol::Kind::kMathFunction && existing.math_id == symbol.math_id));
+                 (existing.kind == GlobalSymbol::Kind::kMathFunction && existing.math_id == symbol.math_id)) &&
+                existing.origin == symbol.origin;
     if (same) return;
     if (existing.kind == GlobalSymbol::Kind::kFunction) info_->functions[existing.function].rebound = true;
     if (symbol.kind == GlobalSymbol::Kind::kFunction) info_->functions[symbol.function].rebound = true;
@@ -378,7 +379,10 @@ class ModuleChecker {
         symbol.kind = GlobalSymbol::Kind::kPpyName;
         symbol.ppy_name = name;
       }
-      if (module == "torch" || module.rfind("torch.", 0) == 0) info_->imports_torch = true;
+      if (module == "torch" || module.rfind("torch.", 0) == 0) {
+        info_->imports_torch = true;
+        symbol.origin = module + "." + name;
+      }
       Bind(bound, symbol);
     }
   }

@@ -51,6 +51,9 @@ struct GlobalSymbol {
   };
   Kind kind = Kind::kDynamic;
   std::string module_name;
+  // For `from torch... import name`: the dotted name it was imported as
+  // ("torch.nn.functional", "torch.relu"), which the region tier resolves.
+  std::string origin;
   std::string ppy_name;
   int math_id = -1;
   double value = 0.0;

@@ -1,7 +1,7 @@
 // ppy._compiler: the compiler, loaded only when a module is built or checked
 // (never on a warm import, so that its dependencies cost nothing there).
 //
-//   compile(source, filename, module_name) -> (tree, functions, diagnostics, code)
+//   compile(source, filename, module_name, regions=False) -> (tree, functions, diagnostics, code, regions)
 //   serialize(code, ppy_version, abi, key, extras) -> bytes
 //   render_diagnostic(severity, loc, message, filename, source) -> str
 
@@ -14,6 +14,7 @@
 #include "compiler/ast_reader.h"
 #include "compiler/compile.h"
 #include "compiler/diagnostics.h"
+#include "regions/region_code.h"
 #include "vm/serialize.h"
 
 namespace ppy {
@@ -38,11 +39,12 @@ PyObject* Compile(PyObject*, PyObject* args) {
   PyObject* source;
   const char* filename;
   const char* module_name;
-  if (!PyArg_ParseTuple(args, "Sss:compile", &source, &filename, &module_name)) return nullptr;
+  int regions = 0;
+  if (!PyArg_ParseTuple(args, "Sss|p:compile", &source, &filename, &module_name, &regions)) return nullptr;
   std::string text = BytesOf(source);
   PyObject* tree = ParseSource(text, filename);
   if (tree == nullptr) return nullptr;
-  CompileResult result = CompileModule(tree, filename, module_name);
+  CompileResult result = CompileModule(tree, filename, module_name, regions != 0);
   if (PyErr_Occurred()) {
     Py_DECREF(tree);
     return nullptr;
@@ -54,6 +56,11 @@ PyObject* Compile(PyObject*, PyObject* args) {
                                    "compiled", report.compiled ? Py_True : Py_False, "native",
                                    report.native_required ? Py_True : Py_False, "reason", report.reason.c_str(),
                                    "reason_loc", LocTuple(report.reason_loc));
+    PyObject* region = Py_BuildValue("{s:i,s:i,s:s,s:N}", "region", report.region_index, "region_ops",
+                                     report.region_ops, "region_reason", report.region_reason.c_str(),
+                                     "region_reason_loc", LocTuple(report.region_reason_loc));
+    PyDict_Update(item, region);
+    Py_DECREF(region);
     PyList_Append(functions, item);
     Py_DECREF(item);
   }
@@ -66,7 +73,12 @@ PyObject* Compile(PyObject*, PyObject* args) {
     Py_DECREF(item);
   }
   PyObject* code = PyCapsule_New(result.code.release(), kCodeCapsule, DeleteCode);
-  return Py_BuildValue("(NNNN)", tree, functions, diagnostics, code);
+  PyObject* region_section = Py_NewRef(Py_None);
+  if (!result.regions.empty()) {
+    std::string section = regions::SerializeRegions(result.regions);
+    Py_SETREF(region_section, PyBytes_FromStringAndSize(section.data(), section.size()));
+  }
+  return Py_BuildValue("(NNNNN)", tree, functions, diagnostics, code, region_section);
 }
 
 PyObject* Serialize(PyObject*, PyObject* args) {
@@ -117,7 +129,8 @@ PyObject* Render(PyObject*, PyObject* args) {
 }
 
 PyMethodDef kMethods[] = {
-    {"compile", Compile, METH_VARARGS, "compile(source, filename, module_name) -> (tree, functions, diagnostics, code)"},
+    {"compile", Compile, METH_VARARGS,
+     "compile(source, filename, module_name, regions=False) -> (tree, functions, diagnostics, code, regions)"},
     {"serialize", Serialize, METH_VARARGS, "serialize(code, ppy_version, abi, key, extras) -> bytes"},
     {"render_diagnostic", Render, METH_VARARGS,
      "render_diagnostic(severity, (line, col, end_line, end_col), message, filename, source) -> str"},

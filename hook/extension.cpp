@@ -16,6 +16,7 @@
 #include "asmjit-backend/code_cache.h"
 #include "asmjit-backend/jit.h"
 #include "build_id.h"
+#include "regions/region_function.h"
 #include "vm/function_object.h"
 #include "vm/interpreter.h"
 #include "vm/tiering.h"
@@ -96,6 +97,11 @@ void ForwardJitEvent(const std::string& event) {
 PyObject* SetJitListener(PyObject*, PyObject* listener) {
   Py_XSETREF(g_jit_listener, listener == Py_None ? nullptr : Py_NewRef(listener));
   jit::SetListener(g_jit_listener ? ForwardJitEvent : nullptr);
+  if (g_jit_listener != nullptr) {
+    regions::SetRegionListener([](const std::string& event) { ForwardJitEvent(event); });
+  } else {
+    regions::SetRegionListener(nullptr);
+  }
   Py_RETURN_NONE;
 }
 
@@ -196,7 +202,8 @@ PyMethodDef kMethods[] = {
     {"jit_wait", JitWait, METH_VARARGS, "jit_wait(compiled_module, code_path, lock_path, ppy_version, key)"},
     {"jit_mode", JitMode, METH_NOARGS, "jit_mode() -> 'off', 'hot' or 'eager' (PPY_JIT)"},
     {"jit_listing", JitListing, METH_VARARGS, "jit_listing(compiled_module, name) -> str: the machine code"},
-    {"set_jit_listener", SetJitListener, METH_O, "set_jit_listener(callable or None): JIT events for --trace"},
+    {"set_jit_listener", SetJitListener, METH_O,
+     "set_jit_listener(callable or None): JIT and region events for --trace"},
     {"digest", Digest, METH_O, "digest(data) -> 32 hex digits: the cache's content digest"},
     {"set_profiling", SetProfilingFromPython, METH_O, "set_profiling(enabled): time every call of a compiled function"},
     {"load", Load, METH_VARARGS, "load(data, ppy_version) -> CompiledModule, verified; attach() it to run it"},

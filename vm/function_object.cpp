@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "regions/region_code.h"
+#include "regions/region_function.h"
+#include "vm/binding.h"
 #include "vm/disasm.h"
 #include "vm/interpreter.h"
 #include "vm/loader.h"
@@ -27,45 +30,6 @@ namespace ppy {
 namespace {
 
 // ---- Argument binding ----------------------------------------------------------------------
-
-// Binds vectorcall arguments to `fn`'s parameters as CPython binds a Python
-// function's, using the Python function's defaults. Returns false, with no
-// exception, for any call CPython would reject: the caller then lets the Python
-// function raise CPython's own error. `bound` receives borrowed references.
-bool BindArguments(FunctionObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
-                   PyObject** bound) {
-  const FunctionCode& fn = *self->code;
-  const int num_params = fn.num_params();
-  const int num_positional = num_params - fn.num_kwonly;
-  PyObject* defaults = PyFunction_GetDefaults(self->python);
-  PyObject* kwdefaults = PyFunction_GetKwDefaults(self->python);
-  const Py_ssize_t num_defaults = defaults ? PyTuple_GET_SIZE(defaults) : 0;
-  if (nargs > num_positional) return false;
-  for (int i = 0; i < num_params; ++i) bound[i] = i < nargs ? args[i] : nullptr;
-  if (kwnames != nullptr) {
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
-      PyObject* keyword = PyTuple_GET_ITEM(kwnames, k);
-      int found = -1;
-      for (int i = fn.num_posonly; i < num_params && found < 0; ++i) {
-        if (PyUnicode_CompareWithASCIIString(keyword, fn.params[i].name.c_str()) == 0) found = i;
-      }
-      if (found < 0 || bound[found] != nullptr) return false;
-      bound[found] = args[nargs + k];
-    }
-  }
-  for (int i = 0; i < num_params; ++i) {
-    if (bound[i] != nullptr) continue;
-    if (i < num_positional) {
-      Py_ssize_t default_index = i - (num_positional - num_defaults);
-      if (default_index < 0) return false;
-      bound[i] = PyTuple_GET_ITEM(defaults, default_index);
-    } else {
-      bound[i] = kwdefaults ? PyDict_GetItemString(kwdefaults, fn.params[i].name.c_str()) : nullptr;
-      if (bound[i] == nullptr) return false;
-    }
-  }
-  return true;
-}
 
 // Buffers a call borrows, released on every path out of the call.
 class BorrowedBuffers {
@@ -110,7 +74,9 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
     bound = bound_heap.data();
     values = values_heap.data();
   }
-  if (!BindArguments(self, args, PyVectorcall_NARGS(nargsf), kwnames, bound)) {
+  auto name_at = [&fn](int i) -> const std::string& { return fn.params[i].name; };
+  if (!BindArguments(self->python, num_params, fn.num_posonly, fn.num_kwonly, name_at, args, PyVectorcall_NARGS(nargsf),
+                     kwnames, bound)) {
     return CallPython(self, args, nargsf, kwnames);
   }
   // Scalars first: a call that goes to the Python code borrows nothing.
@@ -268,7 +234,11 @@ struct BinderObject {
   PyObject_HEAD
   CompiledModuleObject* module;
   Py_ssize_t index;
+  bool region;  // region(index) rather than binder(index)
 };
+
+// The cache entry's section of ATen regions (regions/region_code.h).
+constexpr const char* kRegionSection = "RGNS";
 
 PyTypeObject BinderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
@@ -305,7 +275,15 @@ PyObject* BinderCall(PyObject* op, PyObject* args, PyObject* kwargs) {
   auto* self = reinterpret_cast<BinderObject*>(op);
   PyObject* python;
   if (!PyArg_ParseTuple(args, "O:binder", &python)) return nullptr;
-  return NewFunction(self->module, self->index, python);
+  if (!self->region) return NewFunction(self->module, self->index, python);
+  PyObject* section = self->module->extras ? PyDict_GetItemString(self->module->extras, kRegionSection) : nullptr;
+  if (section == nullptr) {
+    PyErr_SetString(PyExc_ValueError, "ppy: the cache entry has no region section");
+    return nullptr;
+  }
+  PyObject* function = regions::NewRegionFunction(section, self->index, python);
+  if (function != nullptr && PyList_Append(self->module->regions, function) < 0) Py_CLEAR(function);
+  return function;
 }
 
 int BinderTraverse(PyObject* op, visitproc visit, void* arg) {
@@ -327,6 +305,7 @@ int ModuleTraverse(PyObject* op, visitproc visit, void* arg) {
     Py_VISIT(self->code->globals);
   }
   Py_VISIT(self->extras);
+  Py_VISIT(self->regions);
   return 0;
 }
 
@@ -334,6 +313,7 @@ int ModuleClear(PyObject* op) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   if (self->code != nullptr) ReleaseModule(*self->code);
   Py_CLEAR(self->extras);
+  Py_CLEAR(self->regions);
   return 0;
 }
 
@@ -346,12 +326,11 @@ void ModuleDealloc(PyObject* op) {
   PyObject_GC_Del(op);
 }
 
-// binder(index) -> the decorator that makes a compiled def's function.
-PyObject* ModuleBinder(PyObject* op, PyObject* arg) {
+PyObject* NewBinder(PyObject* op, PyObject* arg, bool region) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   Py_ssize_t index = PyLong_AsSsize_t(arg);
   if (index == -1 && PyErr_Occurred()) return nullptr;
-  if (index < 0 || index >= static_cast<Py_ssize_t>(self->code->functions.size())) {
+  if (index < 0 || (!region && index >= static_cast<Py_ssize_t>(self->code->functions.size()))) {
     PyErr_SetString(PyExc_IndexError, "no such compiled function");
     return nullptr;
   }
@@ -359,8 +338,50 @@ PyObject* ModuleBinder(PyObject* op, PyObject* arg) {
   if (binder == nullptr) return nullptr;
   binder->module = reinterpret_cast<CompiledModuleObject*>(Py_NewRef(op));
   binder->index = index;
+  binder->region = region;
   PyObject_GC_Track(binder);
   return reinterpret_cast<PyObject*>(binder);
+}
+
+// binder(index) -> the decorator that makes a compiled def's function.
+PyObject* ModuleBinder(PyObject* op, PyObject* arg) { return NewBinder(op, arg, false); }
+
+// region(index) -> the decorator that makes a region's def a RegionFunction.
+PyObject* ModuleRegion(PyObject* op, PyObject* arg) { return NewBinder(op, arg, true); }
+
+// region_stats() -> [(name, calls, ops, python calls)] for every region function bound.
+PyObject* ModuleRegionStats(PyObject* op, PyObject*) {
+  auto* self = reinterpret_cast<CompiledModuleObject*>(op);
+  PyObject* stats = PyList_New(0);
+  for (Py_ssize_t i = 0; stats != nullptr && i < PyList_GET_SIZE(self->regions); ++i) {
+    PyObject* item = regions::RegionFunctionStats(PyList_GET_ITEM(self->regions, i));
+    if (item == nullptr || PyList_Append(stats, item) < 0) Py_CLEAR(stats);
+    Py_XDECREF(item);
+  }
+  return stats;
+}
+
+// region_dis(index) -> the op sequence of region `index`, as `ppy dis` prints it.
+PyObject* ModuleRegionDis(PyObject* op, PyObject* arg) {
+  auto* self = reinterpret_cast<CompiledModuleObject*>(op);
+  Py_ssize_t index = PyLong_AsSsize_t(arg);
+  if (index == -1 && PyErr_Occurred()) return nullptr;
+  PyObject* section = self->extras ? PyDict_GetItemString(self->extras, kRegionSection) : nullptr;
+  if (section == nullptr || !PyBytes_Check(section)) {
+    PyErr_SetString(PyExc_ValueError, "ppy: the cache entry has no region section");
+    return nullptr;
+  }
+  StatusOr<std::vector<regions::RegionCode>> parsed =
+      regions::ParseRegions(std::string_view(PyBytes_AS_STRING(section), PyBytes_GET_SIZE(section)));
+  if (!parsed.ok()) {
+    PyErr_Format(PyExc_ValueError, "ppy: %s", parsed.status().message().c_str());
+    return nullptr;
+  }
+  if (index < 0 || index >= static_cast<Py_ssize_t>(parsed->size())) {
+    PyErr_SetString(PyExc_IndexError, "no such region");
+    return nullptr;
+  }
+  return PyUnicode_FromString(regions::DescribeRegion((*parsed)[index]).c_str());
 }
 
 PyObject* ModuleFunctionNames(PyObject* op, PyObject*) {
@@ -449,6 +470,9 @@ PyObject* ModuleAttach(PyObject* op, PyObject* globals) {
 PyMethodDef kModuleMethods[] = {
     {"attach", ModuleAttach, METH_O, "attach(globals): run the functions in this module namespace"},
     {"binder", ModuleBinder, METH_O, "binder(index) -> the decorator that makes a compiled def's function"},
+    {"region", ModuleRegion, METH_O, "region(index) -> the decorator that makes a region's def a RegionFunction"},
+    {"region_stats", ModuleRegionStats, METH_NOARGS, "region_stats() -> [(name, calls, ops, python calls)]"},
+    {"region_dis", ModuleRegionDis, METH_O, "region_dis(index) -> the op sequence of a region"},
     {"function_names", ModuleFunctionNames, METH_NOARGS, "The compiled functions, in index order."},
     {"dis", ModuleDis, METH_VARARGS, "dis([name]) -> the disassembly of every (or one) function"},
     {"tiers", ModuleTiers, METH_NOARGS, "tiers() -> ['vm' or 'jit'] per compiled function"},
@@ -503,7 +527,8 @@ bool InitFunctionTypes(PyObject* extension) {
   BinderType.tp_traverse = BinderTraverse;
   BinderType.tp_dealloc = BinderDealloc;
 
-  if (PyType_Ready(&CompiledModuleType) < 0 || PyType_Ready(&FunctionType) < 0 || PyType_Ready(&BinderType) < 0) {
+  if (PyType_Ready(&CompiledModuleType) < 0 || PyType_Ready(&FunctionType) < 0 || PyType_Ready(&BinderType) < 0 ||
+      !regions::InitRegionFunctionType(extension)) {
     return false;
   }
   if (PyModule_AddObjectRef(extension, "CompiledModule", reinterpret_cast<PyObject*>(&CompiledModuleType)) < 0 ||
@@ -518,7 +543,12 @@ PyObject* NewCompiledModule(std::unique_ptr<ModuleCode> code, PyObject* extras) 
   if (self == nullptr) return nullptr;
   self->code = code.release();
   self->extras = extras ? Py_NewRef(extras) : nullptr;
+  self->regions = PyList_New(0);
   PyObject_GC_Track(self);
+  if (self->regions == nullptr) {
+    Py_DECREF(self);
+    return nullptr;
+  }
   return reinterpret_cast<PyObject*>(self);
 }
 

@@ -14,6 +14,7 @@ struct CompiledModuleObject {
   PyObject_HEAD
   ModuleCode* code;   // owned
   PyObject* extras;   // dict: the entry's extra sections (bytes), or None
+  PyObject* regions;  // list: the region functions bound so far (for stats)
 };
 
 // A compiled function. It keeps the Python function the same `def` created:

@@ -19,7 +19,7 @@ import ast
 import marshal
 
 from ppy import _compiler, _hook
-from ppy._hook import METADATA, MODULE_CODE
+from ppy._hook import METADATA, MODULE_CODE, REGIONS
 
 
 class Build:
@@ -32,14 +32,19 @@ class Build:
 
 
 def rewrite(tree, functions):
-    """Gives every compiled top-level def of `tree` its binder decorator."""
+    """Gives every compiled top-level def of `tree` its binder decorator, and
+    every region's def its region decorator."""
     for function in functions:
-        if not function["compiled"]:
+        if function["compiled"]:
+            method, index = "binder", function["index"]
+        elif function["region"] >= 0:
+            method, index = "region", function["region"]
+        else:
             continue
         node = tree.body[function["statement"]]
         binder = ast.Call(
-            func=ast.Attribute(value=ast.Name("__ppy_module__", ast.Load()), attr="binder", ctx=ast.Load()),
-            args=[ast.Constant(function["index"])],
+            func=ast.Attribute(value=ast.Name("__ppy_module__", ast.Load()), attr=method, ctx=ast.Load()),
+            args=[ast.Constant(index)],
             keywords=[],
         )
         node.decorator_list.append(ast.copy_location(binder, node))
@@ -47,13 +52,16 @@ def rewrite(tree, functions):
     return tree
 
 
-def build(source, filename, module_name, abi, key, source_digest, dependencies):
+def build(source, filename, module_name, abi, key, source_digest, dependencies, torch=None):
     """Compiles `source` (bytes) into a cache entry keyed by `key`.
 
     The metadata records the source's digest and the closure's, so that a later
-    miss can say what changed.
+    miss can say what changed, and for a module that uses torch the version the
+    region executor was built for (`_hook.torch_key`): regions are compiled only
+    when there is an executor to run them.
     """
-    tree, functions, diagnostics, code = _compiler.compile(source, filename, module_name)
+    regions_on = torch not in (None, _hook.NO_EXECUTOR)
+    tree, functions, diagnostics, code, regions = _compiler.compile(source, filename, module_name, regions_on)
     module_code = compile(rewrite(tree, functions), filename, "exec", dont_inherit=True)
     metadata = {
         "functions": functions,
@@ -61,6 +69,9 @@ def build(source, filename, module_name, abi, key, source_digest, dependencies):
         "key": key,
         "source_digest": source_digest,
         "dependencies": dependencies,
+        "torch": torch,
     }
     extras = {MODULE_CODE: marshal.dumps(module_code), METADATA: marshal.dumps(metadata)}
+    if regions is not None:
+        extras[REGIONS] = regions
     return Build(_compiler.serialize(code, _hook.version(), abi, key, extras), functions, diagnostics)

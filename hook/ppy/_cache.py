@@ -151,7 +151,7 @@ def build_machine_code(loaded, module_name):
     return True, time.perf_counter() - started
 
 
-def build(source_path, module_name, finder, source, source_digest, entry_path, reason, started):
+def build(source_path, module_name, finder, source, source_digest, entry_path, reason, started, torch=None):
     """Builds the entry `_hook.load` missed, under the module's lock."""
     from ppy import _ppy
 
@@ -166,14 +166,15 @@ def build(source_path, module_name, finder, source, source_digest, entry_path, r
     try:
         if lock is not None:
             # Another process may have built it while this one waited.
-            compiled, metadata, again = _hook.check_entry(_hook.read_entry(entry_path), source_digest)
+            compiled, metadata, again = _hook.check_entry(_hook.read_entry(entry_path), source_digest, torch)
             if again == _hook.HIT:
                 return _hook.Loaded(compiled, metadata, "waited", reason, time.perf_counter() - started, entry_path)
         from ppy import _build
 
         dependencies = _closure(source_path, source, finder)
         key = _key(source_digest, dependencies)
-        data = _build.build(source, source_path, module_name, _hook.ABI, key, source_digest, dependencies).data
+        data = _build.build(source, source_path, module_name, _hook.ABI, key, source_digest, dependencies,
+                            torch).data
         compiled = _ppy.load(data, _hook.version())
         metadata = marshal.loads(compiled.extras[_hook.METADATA])
         outcome = "built"

@@ -135,6 +135,7 @@ ABI = sys.implementation.cache_tag  # e.g. "cpython-311"
 # Extra sections of a cache entry (see vm/serialize.h for the format).
 MODULE_CODE = "PYMC"  # marshal of the module's code object
 METADATA = "META"  # marshal of a dict: functions, diagnostics, digests, dependencies
+REGIONS = "RGNS"  # the ATen regions' op sequences (regions/region_code.h)
 
 # Miss reasons, as `ppy build -v` and `ppy run --trace` print them.
 HIT = "hit"
@@ -143,6 +144,9 @@ SOURCE_CHANGED = "source changed"
 IMPORT_CHANGED = "imported module changed"
 VERSION_CHANGED = "version changed"
 CORRUPT = "corrupt entry"
+TORCH_CHANGED = "torch version changed"
+
+NO_EXECUTOR = "none"  # the torch key when ppy was built without the region executor
 
 
 def version():
@@ -272,7 +276,18 @@ def read_entry(entry_path):
         return None
 
 
-def check_entry(data, source_digest):
+def torch_key(source):
+    """What the entry of a module that uses torch is also keyed by: the torch the
+    region executor was built for (read without importing torch or the
+    executor). None for a module that does not mention torch."""
+    if b"torch" not in source:
+        return None
+    from ppy import _region_build
+
+    return _region_build.TORCH_VERSION or NO_EXECUTOR
+
+
+def check_entry(data, source_digest, torch=None):
     """Loads entry bytes; returns (compiled, metadata, miss reason or HIT)."""
     from ppy import _ppy
 
@@ -290,6 +305,8 @@ def check_entry(data, source_digest):
     dependencies = _current_dependencies(metadata.get("dependencies", []))
     if dependencies is None or dependencies != metadata.get("dependencies"):
         return None, metadata, IMPORT_CHANGED
+    if metadata.get("torch") != torch:
+        return None, metadata, TORCH_CHANGED
     return compiled, metadata, HIT
 
 
@@ -304,12 +321,13 @@ def load(source_path, module_name, finder):
         source = handle.read()
     source_digest = digest(source)
     entry_path = entry_path_for(source_path)
-    compiled, metadata, reason = check_entry(read_entry(entry_path), source_digest)
+    torch = torch_key(source)
+    compiled, metadata, reason = check_entry(read_entry(entry_path), source_digest, torch)
     if reason == HIT:
         return Loaded(compiled, metadata, "hit", HIT, time.perf_counter() - started, entry_path)
     from ppy import _cache
 
-    return _cache.build(source_path, module_name, finder, source, source_digest, entry_path, reason, started)
+    return _cache.build(source_path, module_name, finder, source, source_digest, entry_path, reason, started, torch)
 
 
 # ---- Running a module ---------------------------------------------------------------------

@@ -56,7 +56,9 @@ def functions_bound(name, metadata, compiled):
         return
     tiers = compiled.tiers()
     for function in metadata["functions"]:
-        if function["compiled"]:
+        if function["region"] >= 0:
+            _emit(f"  {name}.{function['name']}: region ({function['region_ops']} ATen ops)")
+        elif function["compiled"]:
             tier = tiers[function["index"]]
             what = "jit (machine code mapped)" if tier == "jit" else "vm (machine code once hot)"
             _emit(f"  {name}.{function['name']}: {what}")
@@ -74,3 +76,10 @@ def _summary():
     _emit("summary: calls, time (inclusive) and entries into machine code per compiled function")
     for seconds, calls, entries, name in sorted(rows, reverse=True):
         _emit(f"  {name:40s} {calls:10d} calls {seconds * 1000:12.3f} ms {entries:10d} jit entries")
+    regions = [(f"{module_name}.{name}", calls, ops, python_calls)
+               for module_name, compiled in _modules
+               for name, calls, ops, python_calls in compiled.region_stats() if calls]
+    if regions:
+        _emit("summary: ATen regions (calls, ops per call, calls that ran the Python function instead)")
+        for name, calls, ops, python_calls in regions:
+            _emit(f"  {name:40s} {calls:10d} calls {ops:6d} ops {python_calls:10d} as Python")

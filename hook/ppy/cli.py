@@ -60,14 +60,15 @@ def _syntax_error_text(error, source):
 
 
 def _command_check(args):
-    from ppy import _compiler
+    from ppy import _compiler, _hook
 
     failed = False
     for path in _ppy_files(args.paths):
         with open(path, "rb") as handle:
             source = handle.read()
+        regions = _hook.torch_key(source) not in (None, _hook.NO_EXECUTOR)
         try:
-            _, functions, diagnostics, _ = _compiler.compile(source, path, _module_name(path))
+            _, functions, diagnostics, _, _ = _compiler.compile(source, path, _module_name(path), regions)
         except SyntaxError as error:
             error.filename = path
             sys.stdout.write(_syntax_error_text(error, source))
@@ -78,13 +79,22 @@ def _command_check(args):
             failed = failed or severity == "error"
         if args.verbose:
             for function in functions:
-                if function["compiled"]:
-                    print(f"{path}:{function['line']}: {function['name']}: vm")
-                else:
-                    line, column = function["reason_loc"][0], function["reason_loc"][1] + 1
-                    print(f"{path}:{function['line']}: {function['name']}: python "
-                          f"({function['reason']} at {path}:{line}:{column})")
+                print(f"{path}:{function['line']}: {function['name']}: {_tier_text(function, path)}")
     return 1 if failed else 0
+
+
+def _tier_text(function, path):
+    """`ppy check -v`'s word on one function: its tier, and for a fallback (or a
+    torch function that is not a region) what kept it off and where."""
+    def at(loc):
+        return f"{path}:{loc[0]}:{loc[1] + 1}"
+
+    if function["region"] >= 0:
+        return f"region ({function['region_ops']} ATen ops)"
+    text = "vm" if function["compiled"] else f"python ({function['reason']} at {at(function['reason_loc'])})"
+    if function["region_reason"]:
+        text += f"; not a region: {function['region_reason']} at {at(function['region_reason_loc'])}"
+    return text
 
 
 def _command_build(args):
@@ -139,6 +149,14 @@ def _command_dis(args):
 
     loaded = _hook.load(args.file, _module_name(args.file), _finder_near(args.file))
     names = loaded.compiled.function_names()
+    regions = {f["name"]: f["region"] for f in loaded.metadata["functions"] if f["region"] >= 0}
+    if not args.jit and (args.function in regions or (args.function is None and regions)):
+        if args.function is None:
+            sys.stdout.write(loaded.compiled.dis(None))
+        for name, index in regions.items():
+            if args.function in (None, name):
+                sys.stdout.write(("\n" if args.function is None and names else "") + loaded.compiled.region_dis(index))
+        return 0
     if args.function and args.function not in names:
         reasons = {f["name"]: f["reason"] for f in loaded.metadata["functions"] if not f["compiled"]}
         if args.function in reasons:

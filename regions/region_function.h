@@ -1,0 +1,33 @@
+// ppy._ppy.RegionFunction: what a region's def becomes at import time.
+//
+// It binds arguments like the Python function of the same def, and runs the
+// op sequence through the executor (ppy._regions), which it loads on the first
+// call: importing a module with regions neither loads the executor nor needs
+// the compiler. Calls the executor cannot take (arguments of other types, a
+// tensor subclass, a torch function mode) and every call when the executor
+// cannot load run the Python function, as they would under PPY_IMPORT=python.
+#pragma once
+
+#include <Python.h>
+
+#include <functional>
+#include <string>
+
+namespace ppy::regions {
+
+extern PyTypeObject RegionFunctionType;
+
+// Readies the type; call once from the extension's init.
+bool InitRegionFunctionType(PyObject* extension);
+
+// A new RegionFunction for region `index` of the serialized `section` (bytes),
+// wrapping `python`. Returns a new reference, or nullptr with an exception.
+PyObject* NewRegionFunction(PyObject* section, Py_ssize_t index, PyObject* python);
+
+// (name, calls, ops, python calls) of a region function.
+PyObject* RegionFunctionStats(PyObject* function);
+
+// Receives trace events (the executor loading, a region's first call).
+void SetRegionListener(std::function<void(const std::string&)> listener);
+
+}  // namespace ppy::regions
