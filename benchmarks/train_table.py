@@ -97,7 +97,7 @@ def main():
     world = len(expected)
     launched = "python train.py" if args.launcher == "python" else \
         f"torchrun --standalone --nproc_per_node={args.nproc} train.py"
-    region = "region" if regions["import ppy"] == {"True"} else "no region: forward_loss runs on ppy's VM"
+    region = "forward_loss region" if regions["import ppy"] == {"True"} else "no region: forward_loss runs on ppy's VM"
     print(f"CPU, {world} rank{'s' if world > 1 else ''} ({launched}), each on 20,000 rows x 16 columns; "
           f"100 steps of a 32-unit MLP. Medians of {args.runs} launches per system; every launch printed "
           f"the same checksums, counts and losses.")
