@@ -63,13 +63,17 @@ def milliseconds(value):
 
 
 def main():
+    with tempfile.TemporaryDirectory(prefix="ppy-train-table-") as cache:
+        table(cache)
+
+
+def table(cache):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5, help="launches per system (default 5)")
     parser.add_argument("--launcher", choices=["torchrun", "python"], default="torchrun")
     parser.add_argument("--nproc", type=int, default=2, help="processes under torchrun (default 2)")
     args = parser.parse_args()
 
-    cache = tempfile.mkdtemp(prefix="ppy-train-table-")
     base_env = {k: v for k, v in os.environ.items() if k not in ("PPY_IMPORT", "PPY_JIT", "PPY_QUIET", "PPY_TRACE")}
     base_env["PPY_CACHE_DIR"] = cache
     subprocess.run([sys.executable, "-m", "ppy", "build", "--warm", "."], cwd=EXAMPLE, env=base_env, check=True)
