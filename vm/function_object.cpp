@@ -38,11 +38,13 @@ class BorrowedBuffers {
   ~BorrowedBuffers() {
     for (int i = 0; i < acquired_; ++i) {
       if (raws_[i].obj != nullptr) PyBuffer_Release(&raws_[i]);
+      if (written_tensors_ & (uint64_t{1} << (i & 63))) MarkTorchTensorWritten(views_[i].owner);
     }
   }
   bool Acquire(PyObject* obj, const FunctionCode& fn, const Param& param, Value* out) {
     int slot = acquired_;
     if (!AcquireBuffer(obj, fn, param, &raws_[slot], &views_[slot])) return false;
+    if (views_[slot].exporter == Exporter::kTorch && param.writes) written_tensors_ |= uint64_t{1} << (slot & 63);
     ++acquired_;
     out->u = &views_[slot];
     return true;
@@ -52,6 +54,7 @@ class BorrowedBuffers {
   std::vector<Py_buffer> raws_;
   std::vector<BufferView> views_;
   int acquired_ = 0;
+  uint64_t written_tensors_ = 0;  // torch tensors the call may store into
 };
 
 PyObject* CallPython(FunctionObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {

@@ -435,6 +435,16 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
 
 namespace {
 
+bool TorchGradEnabled() {
+  PyObject* torch = PyImport_ImportModule("torch");
+  PyObject* enabled = torch ? PyObject_CallMethod(torch, "is_grad_enabled", nullptr) : nullptr;
+  Py_XDECREF(torch);
+  int result = enabled ? PyObject_IsTrue(enabled) : 1;
+  Py_XDECREF(enabled);
+  PyErr_Clear();
+  return result != 0;
+}
+
 // A CPU torch tensor has no buffer interface; its storage is described by
 // data_ptr(), numel() and dtype, read through the tensor's own methods so that
 // ppy never links against torch.
@@ -459,6 +469,28 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   int is_contiguous = PyObject_IsTrue(contiguous);
   Py_DECREF(contiguous);
   if (is_contiguous != 1) return fail("is not contiguous");
+  // A tensor with a lazy negation or conjugation stores other values than it
+  // holds; Python's indexing resolves them, raw memory would not.
+  for (const char* lazy : {"is_neg", "is_conj"}) {
+    PyObject* flag = PyObject_CallMethod(obj, lazy, nullptr);
+    if (flag == nullptr) return false;
+    int set = PyObject_IsTrue(flag);
+    Py_DECREF(flag);
+    if (set != 0) return fail("is a lazy negated or conjugated view (call .resolve_neg() or .resolve_conj() first)");
+  }
+  // Autograd cannot see writes through memory: a function that may store into
+  // the buffer refuses a tensor that requires grad while grad mode is on (where
+  // Python's own item assignment would be recorded, or refused for a leaf).
+  if (param.writes) {
+    PyObject* requires_grad = PyObject_GetAttrString(obj, "requires_grad");
+    if (requires_grad == nullptr) return false;
+    int needs_grad = PyObject_IsTrue(requires_grad);
+    Py_DECREF(requires_grad);
+    if (needs_grad == 1 && TorchGradEnabled()) {
+      return fail("requires grad, and autograd cannot record writes ppy makes to it (pass .detach(), or call "
+                  "under torch.no_grad())");
+    }
+  }
   PyObject* dim = PyObject_CallMethod(obj, "dim", nullptr);
   if (dim == nullptr) return false;
   long ndim = PyLong_AsLong(dim);
@@ -476,7 +508,8 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   } kTorchTypes[] = {{"torch.float64", ElemType::kF64}, {"torch.float32", ElemType::kF32},
                      {"torch.int64", ElemType::kI64},   {"torch.int32", ElemType::kI32},
                      {"torch.int16", ElemType::kI16},   {"torch.int8", ElemType::kI8},
-                     {"torch.uint8", ElemType::kU8}};
+                     {"torch.uint8", ElemType::kU8},    {"torch.uint16", ElemType::kU16},
+                     {"torch.uint32", ElemType::kU32},  {"torch.uint64", ElemType::kU64}};
   ElemType elem = ElemType::kNone;
   for (const auto& entry : kTorchTypes) {
     if (name != nullptr && std::strcmp(name, entry.torch_name) == 0) elem = entry.elem;
@@ -502,6 +535,19 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
 }
 
 }  // namespace
+
+void MarkTorchTensorWritten(PyObject* tensor) {
+  // What an in-place op does: bump the version counter, so that autograd
+  // notices a tensor it saved was changed.
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyObject* graph = PyImport_ImportModule("torch.autograd.graph");
+  PyObject* result = graph ? PyObject_CallMethod(graph, "increment_version", "O", tensor) : nullptr;
+  Py_XDECREF(result);
+  Py_XDECREF(graph);
+  PyErr_Clear();
+  PyErr_Restore(type, value, traceback);
+}
 
 // ---- Boxing ---------------------------------------------------------------------------------
 

@@ -48,6 +48,10 @@ struct BufferView {
 // Each Raise* sets a Python exception and returns false, so that a caller can
 // write `return RaiseX(...)`.
 
+// After a call that may have stored into a torch tensor's memory: bumps its
+// version counter as an in-place op would. Keeps any pending exception.
+void MarkTorchTensorWritten(PyObject* tensor);
+
 [[gnu::cold]] bool RaiseIntOverflow(const FunctionCode& fn, int pc, const char* what);
 [[gnu::cold]] bool RaiseZeroDivision(const char* message);
 [[gnu::cold]] bool RaiseValueError(const char* message);

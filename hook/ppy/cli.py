@@ -127,6 +127,11 @@ def _command_build(args):
 def _command_run(args):
     from ppy import _hook
 
+    if args.file is None:
+        print("usage: ppy run [--trace] FILE [ARGS...]\nppy run: error: FILE is required", file=sys.stderr)
+        return 2
+    if not os.path.isfile(args.file):
+        raise FileNotFoundError(2, "No such file", args.file)
     if args.trace:
         os.environ["PPY_TRACE"] = "1"
     try:
@@ -210,8 +215,8 @@ def _parser():
 
     run = commands.add_parser("run", help="run a .ppy file as __main__")
     run.add_argument("--trace", action="store_true", help="report cache outcomes and tiers on stderr")
-    run.add_argument("file", metavar="FILE")
-    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    run.add_argument("file", nargs="?", metavar="FILE")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS...")
     run.set_defaults(run=_command_run)
 
     dis = commands.add_parser("dis", help="print the bytecode (or machine code) of compiled functions")
