@@ -14,7 +14,8 @@
 //              LoadElement(elem, d, data, index)  StoreElement(elem, s, data, index)
 //              NewSlot()  StoreSlot(s, slot)  LoadSlot(d, slot)  (a stack slot per value)
 //   integers   AddChecked/SubChecked/MulChecked(d, a, b, overflow)  (d is fresh: on overflow
-//              nothing is written)  Add(d, a, b)  AddImm(d, a, i32)  And/Or/Xor(d, a, b)
+//              nothing is written)  Add(d, a, b)  Sub(d, a, b)  AddImm(d, a, i32)
+//              AddScaled(d, a, b, shift)  (d := a + (b << shift), wrapping)  And/Or/Xor(d, a, b)
 //              AndImm/XorImm(d, a, i32)  Neg(d, a)  Not(d, a)  Shl/Sar(d, a, count)
 //              SarImm(d, a, n)  DivMod(q, r, a, b)  (C's truncating division; b is neither 0
 //              nor -1)

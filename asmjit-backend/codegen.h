@@ -167,6 +167,10 @@ class CodeGen {
     std::vector<int> nonzero_ints;    // int divisors the loop does not change
     std::vector<int> exact_doubles;   // ints compared with floats, unchanged by the loop
     std::map<int, Int> data;          // buffer register -> the loop's copy of its data pointer
+    // (buffer, base) -> data + base * element size, for buf[base + counter]
+    // with a base the loop does not change: the access indexes by the counter.
+    std::map<std::pair<int, int>, Int> based;
+    Int left;    // iterations until the next Ctrl-C check or the loop's end (see ChunkStart)
     Label body;  // after the guard: where the back edge goes
   };
 
@@ -212,6 +216,7 @@ class CodeGen {
         loop.accesses.push_back({buffer, base, store});
         checked_[pc] = false;
         access_loop_[pc] = loop.header;
+        access_base_[pc] = base;
       }
       // Checks of values the loop never changes: made once, at its entry.
       for (int pc = loop.header; pc < end; ++pc) {
@@ -272,8 +277,18 @@ class CodeGen {
     }
     // The loop gets its own copy of each buffer's data pointer: a short-lived
     // register the allocator keeps in the loop, while the function-long one may
-    // wait on the stack.
+    // wait on the stack. An access buf[base + counter] gets the pointer
+    // data + base * size, so that the loop adds nothing to address it.
     for (const Access& access : loop.accesses) {
+      if (access.base >= 0) {
+        Int& local = loop.based[{access.buffer, access.base}];
+        if (!local.isValid()) {
+          local = b_.NewInt();
+          int shift = __builtin_ctz(InfoOf(fn_.registers[access.buffer].elem).size);
+          b_.AddScaled(local, data_[access.buffer], I(access.base), shift);
+        }
+        continue;
+      }
       Int& local = loop.data[access.buffer];
       if (!local.isValid()) {
         local = b_.NewInt();
@@ -288,9 +303,30 @@ class CodeGen {
       b_.IntToFloat(converted_[reg], I(reg));
     }
     loop.body = b_.NewLabel();
+    if (!loop.accesses.empty()) {
+      loop.left = b_.NewInt();
+      ChunkStart(loop);
+    }
     b_.AlignLoop();
     b_.Bind(loop.body);
     bodies_[loop.header] = loop.body;
+  }
+
+  // A loop with hoisted accesses runs in chunks: `left` counts down the
+  // iterations to the loop's end or to the next Ctrl-C check, whichever comes
+  // first, so that its back edge is one decrement and branch. The chunk is
+  // charged to the function's tick counter up front. The guard proved
+  // -base <= counter < limit <= length - base, so limit - counter cannot overflow.
+  void ChunkStart(CountedLoop& loop) {
+    Label have_ticks = b_.NewLabel(), small = b_.NewLabel();
+    b_.BranchIntImm(IntCond::kGt, ticks_, 0, have_ticks);
+    CheckSignals();
+    b_.Bind(have_ticks);
+    b_.Sub(loop.left, I(loop.limit), I(loop.counter));
+    b_.BranchInt(IntCond::kLe, loop.left, ticks_, small);
+    b_.Mov(loop.left, ticks_);
+    b_.Bind(small);
+    b_.Sub(ticks_, ticks_, loop.left);
   }
 
   // ---- Registers -----------------------------------------------------------------------
@@ -419,10 +455,15 @@ class CodeGen {
 
   void BackEdge(const Label& target) {
     b_.DecrementAndBranchNonZero(ticks_, target);
+    CheckSignals();
+    b_.Jump(target);
+  }
+
+  // Ctrl-C: a pending signal leaves through the error exit; the ticks restart.
+  void CheckSignals() {
     Int pending = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, check_signals)), {});
     b_.BranchIntImm(IntCond::kNe, pending, 0, ErrorExit());
     b_.MovImm(ticks_, kBackEdgesPerCheck);
-    b_.Jump(target);
   }
 
   // Exits unless `value` converts to a double exactly (|value| <= 2**53).
@@ -495,6 +536,10 @@ class CodeGen {
   }
 
   Int SumIndex(int buffer, const Int& base, const Int& offset, bool store = false) {
+    auto based = access_base_.find(pc_);
+    if (based != access_base_.end() && based->second >= 0) {
+      return I(counted_loops_.at(access_loop_.at(pc_)).counter);  // Data() is data + base * size
+    }
     Int sum = b_.NewInt();
     if (!checked_[pc_]) {
       b_.Add(sum, base, offset);
@@ -509,8 +554,10 @@ class CodeGen {
   // The data pointer to use at this pc: the loop's copy for a hoisted access.
   const Int& Data(int buffer) {
     auto loop = access_loop_.find(pc_);
-    if (loop != access_loop_.end()) return counted_loops_.at(loop->second).data.at(buffer);
-    return data_[buffer];
+    if (loop == access_loop_.end()) return data_[buffer];
+    CountedLoop& counted = counted_loops_.at(loop->second);
+    int base = access_base_.at(pc_);
+    return base >= 0 ? counted.based.at({buffer, base}) : counted.data.at(buffer);
   }
 
   void LoadElementTo(int dst, int buffer, const Int& index) {
@@ -842,6 +889,18 @@ class CodeGen {
         // ends the counter steps back to the last value, as the interpreter's does.
         Label end = b_.NewLabel();
         auto body = bodies_.find(d);
+        auto chunked = counted_loops_.find(d);
+        if (chunked != counted_loops_.end() && chunked->second.left.isValid()) {
+          CountedLoop& loop = chunked->second;
+          b_.AddImm(I(a), I(a), 1);
+          b_.DecrementAndBranchNonZero(loop.left, loop.body);
+          b_.BranchInt(IntCond::kGe, I(a), I(bb), end);
+          ChunkStart(loop);  // a chunk ended before the loop did: ticks_ is 0
+          b_.Jump(loop.body);
+          b_.Bind(end);
+          b_.AddImm(I(a), I(a), -1);
+          break;
+        }
         b_.AddImm(I(a), I(a), 1);
         b_.BranchInt(IntCond::kGe, I(a), I(bb), end);
         BackEdge(body != bodies_.end() ? body->second : labels_[d]);
@@ -981,6 +1040,7 @@ class CodeGen {
   std::map<int, Float> converted_;           // ints a loop guard converted to doubles
   std::map<int, int> loop_end_;              // by header: the pc of the closing FORLOOP_INC
   std::map<int, int> access_loop_;           // hoisted access pc -> its loop's header
+  std::map<int, int> access_base_;           // hoisted access pc -> its base register, or -1
   Int entry_pc_, ticks_;
   int regs_slot_ = 0, result_slot_ = 0, context_slot_ = 0;
   int pc_ = 0;

@@ -190,6 +190,12 @@ void A64Backend::MulChecked(const Int& dst, const Int& a, const Int& b, const La
 
 void A64Backend::Add(const Int& dst, const Int& a, const Int& b) { cc_.add(dst, a, b); }
 
+void A64Backend::Sub(const Int& dst, const Int& a, const Int& b) { cc_.sub(dst, a, b); }
+
+void A64Backend::AddScaled(const Int& dst, const Int& a, const Int& b, int shift) {
+  cc_.add(dst, a, b, Imm(arm::lsl(shift)));
+}
+
 void A64Backend::AddImm(const Int& dst, const Int& a, int32_t imm) {
   if (FitsArithmetic(imm)) {
     cc_.add(dst, a, imm);

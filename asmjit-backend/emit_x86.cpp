@@ -200,6 +200,14 @@ void X86Backend::Add(const Int& dst, const Int& a, const Int& b) {
   Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.add(d, s); });
 }
 
+void X86Backend::Sub(const Int& dst, const Int& a, const Int& b) {
+  Binary(dst, a, b, false, [&](const Int& d, const Int& s) { cc_.sub(d, s); });
+}
+
+void X86Backend::AddScaled(const Int& dst, const Int& a, const Int& b, int shift) {
+  cc_.lea(dst, x86::ptr(a, b, shift));
+}
+
 void X86Backend::AddImm(const Int& dst, const Int& a, int32_t imm) {
   Mov(dst, a);
   cc_.add(dst, imm);

@@ -62,7 +62,9 @@ class X86Backend {
   void SubChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);
   void MulChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);
   void Add(const Int& dst, const Int& a, const Int& b);
+  void Sub(const Int& dst, const Int& a, const Int& b);
   void AddImm(const Int& dst, const Int& a, int32_t imm);
+  void AddScaled(const Int& dst, const Int& a, const Int& b, int shift);
   void And(const Int& dst, const Int& a, const Int& b);
   void Or(const Int& dst, const Int& a, const Int& b);
   void Xor(const Int& dst, const Int& a, const Int& b);
