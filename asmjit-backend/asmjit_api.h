@@ -8,6 +8,7 @@
 #include <asmjit/core.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,38 @@ inline bool CopyRelocatable(asmjit::CodeHolder& code, const asmjit::Label& entry
   }
   out->entry = code.labelOffsetFromBase(entry);
   return true;
+}
+
+// Opens the generated function, int64 f(Value* regs, Value* result,
+// const JitCallContext* context, int64 entry_pc), on either backend's Compiler;
+// returns its entry label.
+template <typename Compiler, typename Gp>
+asmjit::Label BeginFunction(Compiler& cc, Gp* regs, Gp* result, Gp* context, Gp* entry_pc) {
+  using namespace asmjit;
+  FuncNode* func = cc.addFunc(FuncSignatureT<int64_t, void*, void*, const void*, int64_t>(CallConvId::kHost));
+  *regs = cc.newIntPtr("regs");
+  *result = cc.newIntPtr("result");
+  *context = cc.newIntPtr("context");
+  *entry_pc = cc.newInt64("entry_pc");
+  func->setArg(0, *regs);
+  func->setArg(1, *result);
+  func->setArg(2, *context);
+  func->setArg(3, *entry_pc);
+  return func->label();
+}
+
+// Calls the function at `target` with `args` (all of C type Arg), its result
+// (of C type Result) in `result`, through either backend's Compiler.
+template <typename Result, typename Arg, typename Compiler, typename Target, typename Reg>
+void InvokeHelper(Compiler& cc, const Target& target, std::initializer_list<Reg> args, const Reg& result) {
+  asmjit::FuncSignatureBuilder signature(asmjit::CallConvId::kHost);
+  signature.setRetT<Result>();
+  for (size_t i = 0; i < args.size(); ++i) signature.template addArgT<Arg>();
+  asmjit::InvokeNode* invoke;
+  cc.invoke(&invoke, target, signature);
+  size_t i = 0;
+  for (const Reg& arg : args) invoke->setArg(i++, arg);
+  invoke->setRet(0, result);
 }
 
 }  // namespace ppy::jit

@@ -5,29 +5,23 @@
 // only says how a primitive looks on its machine. Values live in virtual
 // registers that asmjit's Compiler allocates.
 //
-// The primitives, for a backend class B (B::Int, B::Float, B::Label):
+// The primitives are declared once, below (PPY_JIT_BACKEND_PRIMITIVES, inside
+// each backend class, whose types Int, Float and Label they use); each backend
+// defines NewInt(), NewFloat(), NewLabel(), Bind(L), AlignLoop() and Jump(L)
+// inline. Notes on their contracts:
 //
-//   function   Begin(&regs, &result, &context, &entry_pc)  End()  Return(Int)  ReturnImm(i64)
-//   registers  NewInt()  NewFloat()  NewLabel()  Bind(L)  AlignLoop()  Jump(L)
-//   moves      MovImm(d, i64)  Mov(d, s)  FloatFromBits(d, u64)
-//   memory     LoadInt/StoreInt/LoadFloat/StoreFloat(r, base, offset)  LoadU8(d, base, offset)
-//              LoadElement(elem, d, data, index)  StoreElement(elem, s, data, index)
-//              NewSlot()  StoreSlot(s, slot)  LoadSlot(d, slot)  (a stack slot per value)
-//   integers   AddChecked/SubChecked/MulChecked(d, a, b, overflow)  (d is fresh: on overflow
-//              nothing is written)  Add(d, a, b)  Sub(d, a, b)  AddImm(d, a, i32)
-//              AddScaled(d, a, b, shift)  (d := a + (b << shift), wrapping)  And/Or/Xor(d, a, b)
-//              AndImm/XorImm(d, a, i32)  Neg(d, a)  Not(d, a)  Shl/Sar(d, a, count)
-//              SarImm(d, a, n)  DivMod(q, r, a, b)  (C's truncating division; b is neither 0
-//              nor -1)
-//   floats     FAdd FSub FMul FDiv (d, a, b)  FSqrt FNeg FAbs (d, a)
-//              IntToFloat(d, i)  FloatToIntChecked(d, f, L)  (truncates; jumps to L for a NaN
-//              or a value outside int64, and may for exactly INT64_MIN)
-//   branches   DecrementAndBranchNonZero(r, L)  BranchInt(cond, a, b, L)  BranchIntImm(cond, a, i64, L)  BranchFloat(cond, a, b, L)
-//              SetInt(cond, d, a, b)  SetFloat(cond, d, a, b)   (d := 1 or 0)
-//   calls      CallIntHelper(table, offset, {int args}) -> Int
-//              CallFloatHelper(table, offset, {float args}) -> Float
-//              (the helper's address is read from table + offset: the code stays position-
-//              independent and calls whatever the mapping process's table holds)
+//   AddChecked/SubChecked/MulChecked(d, a, b, overflow): d is fresh, so on
+//     overflow nothing observable is written.
+//   AddScaled(d, a, b, shift): d := a + (b << shift), wrapping (addresses).
+//   DivMod(q, r, a, b): C's truncating division; b is neither 0 nor -1.
+//   FloatToIntChecked(d, f, L): truncates; jumps to L for a NaN or a value
+//     outside int64, and may for exactly INT64_MIN.
+//   SetInt/SetFloat(cond, d, a, b): d := 1 or 0.
+//   CallIntHelper/CallFloatHelper(table, offset, {args}): the helper's address
+//     is read from table + offset, so the code stays position-independent and
+//     calls whatever the mapping process's table holds.
+//   NewSlot/StoreSlot/LoadSlot: a stack slot per value, for values that must
+//     not hold a register across loops.
 #pragma once
 
 #include <cstdint>
@@ -40,5 +34,71 @@ enum class IntCond : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kUlt, kUle, kUgt, k
 // Float conditions with IEEE semantics: the ordered forms (kLt .. kEq) are false
 // when either operand is a NaN; kNe and the kNot forms are true.
 enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, kNotGt, kNotGe };
+
+// The out-of-line primitives every backend class defines.
+#define PPY_JIT_BACKEND_PRIMITIVES                                                                      \
+  /* int64 f(Value* regs, Value* result, const JitCallContext* context, int64 entry_pc) */             \
+  void Begin(Int* regs, Int* result, Int* context, Int* entry_pc);                                     \
+  void End();                                                                                          \
+  void Return(const Int& value);                                                                       \
+  void ReturnImm(int64_t value);                                                                       \
+                                                                                                       \
+  void MovImm(const Int& dst, int64_t value);                                                          \
+  void Mov(const Int& dst, const Int& src);                                                            \
+  void Mov(const Float& dst, const Float& src);                                                        \
+  void FloatFromBits(const Float& dst, uint64_t bits);                                                 \
+                                                                                                       \
+  void LoadInt(const Int& dst, const Int& base, int32_t offset);                                       \
+  void StoreInt(const Int& src, const Int& base, int32_t offset);                                      \
+  void LoadFloat(const Float& dst, const Int& base, int32_t offset);                                   \
+  void StoreFloat(const Float& src, const Int& base, int32_t offset);                                  \
+  void LoadU8(const Int& dst, const Int& base, int32_t offset);                                        \
+  void LoadElement(ElemType elem, const Int& dst, const Int& data, const Int& index);                  \
+  void LoadElement(ElemType elem, const Float& dst, const Int& data, const Int& index);                \
+  void StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index);                 \
+  void StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index);               \
+  int NewSlot();                                                                                       \
+  void StoreSlot(const Int& src, int slot);                                                            \
+  void LoadSlot(const Int& dst, int slot);                                                             \
+                                                                                                       \
+  void AddChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);                  \
+  void SubChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);                  \
+  void MulChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);                  \
+  void Add(const Int& dst, const Int& a, const Int& b);                                                \
+  void Sub(const Int& dst, const Int& a, const Int& b);                                                \
+  void AddImm(const Int& dst, const Int& a, int32_t imm);                                              \
+  void AddScaled(const Int& dst, const Int& a, const Int& b, int shift);                               \
+  void And(const Int& dst, const Int& a, const Int& b);                                                \
+  void Or(const Int& dst, const Int& a, const Int& b);                                                 \
+  void Xor(const Int& dst, const Int& a, const Int& b);                                                \
+  void AndImm(const Int& dst, const Int& a, int32_t imm);                                              \
+  void XorImm(const Int& dst, const Int& a, int32_t imm);                                              \
+  void Neg(const Int& dst, const Int& a);                                                              \
+  void Not(const Int& dst, const Int& a);                                                              \
+  void Shl(const Int& dst, const Int& a, const Int& count);                                            \
+  void Sar(const Int& dst, const Int& a, const Int& count);                                            \
+  void SarImm(const Int& dst, const Int& a, int imm);                                                  \
+  void DivMod(const Int& quotient, const Int& remainder, const Int& a, const Int& b);                  \
+                                                                                                       \
+  void FAdd(const Float& dst, const Float& a, const Float& b);                                         \
+  void FSub(const Float& dst, const Float& a, const Float& b);                                         \
+  void FMul(const Float& dst, const Float& a, const Float& b);                                         \
+  void FDiv(const Float& dst, const Float& a, const Float& b);                                         \
+  void FSqrt(const Float& dst, const Float& a);                                                        \
+  void FNeg(const Float& dst, const Float& a);                                                         \
+  void FAbs(const Float& dst, const Float& a);                                                         \
+  void IntToFloat(const Float& dst, const Int& src);                                                   \
+  void FloatToIntChecked(const Int& dst, const Float& src, const Label& fail);                         \
+                                                                                                       \
+  /* reg -= 1; if reg != 0 then goto target */                                                         \
+  void DecrementAndBranchNonZero(const Int& reg, const Label& target);                                 \
+  void BranchInt(IntCond cond, const Int& a, const Int& b, const Label& target);                       \
+  void BranchIntImm(IntCond cond, const Int& a, int64_t imm, const Label& target);                     \
+  void BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target);               \
+  void SetInt(IntCond cond, const Int& dst, const Int& a, const Int& b);                               \
+  void SetFloat(FloatCond cond, const Int& dst, const Float& a, const Float& b);                       \
+                                                                                                       \
+  Int CallIntHelper(const Int& table, int32_t offset, std::initializer_list<Int> args);                \
+  Float CallFloatHelper(const Int& table, int32_t offset, std::initializer_list<Float> args);
 
 }  // namespace ppy::jit

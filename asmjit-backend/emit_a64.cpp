@@ -1,5 +1,7 @@
 #include "asmjit-backend/emit_a64.h"
 
+#include "asmjit-backend/asmjit_api.h"
+
 namespace ppy::jit {
 
 using namespace asmjit;
@@ -47,16 +49,7 @@ bool FitsArithmetic(int64_t value) { return value >= 0 && value <= 4095; }
 }  // namespace
 
 void A64Backend::Begin(Int* regs, Int* result, Int* context, Int* entry_pc) {
-  FuncNode* func = cc_.addFunc(FuncSignatureT<int64_t, void*, void*, const void*, int64_t>(CallConvId::kHost));
-  entry_ = func->label();
-  *regs = cc_.newIntPtr("regs");
-  *result = cc_.newIntPtr("result");
-  *context = cc_.newIntPtr("context");
-  *entry_pc = cc_.newInt64("entry_pc");
-  func->setArg(0, *regs);
-  func->setArg(1, *result);
-  func->setArg(2, *context);
-  func->setArg(3, *entry_pc);
+  entry_ = BeginFunction(cc_, regs, result, context, entry_pc);
 }
 
 void A64Backend::End() { cc_.endFunc(); }
@@ -299,30 +292,16 @@ void A64Backend::SetFloat(FloatCond cond, const Int& dst, const Float& a, const 
 A64Backend::Int A64Backend::CallIntHelper(const Int& table, int32_t offset, std::initializer_list<Int> args) {
   Int target = NewInt();
   cc_.ldr(target, a64::ptr(table, offset));
-  FuncSignatureBuilder signature(CallConvId::kHost);
-  signature.setRetT<int64_t>();
-  for (size_t i = 0; i < args.size(); ++i) signature.addArgT<int64_t>();
-  InvokeNode* invoke;
-  cc_.invoke(&invoke, target, signature);
-  size_t i = 0;
-  for (const Int& arg : args) invoke->setArg(i++, arg);
   Int result = NewInt();
-  invoke->setRet(0, result);
+  InvokeHelper<int64_t, int64_t>(cc_, target, args, result);
   return result;
 }
 
 A64Backend::Float A64Backend::CallFloatHelper(const Int& table, int32_t offset, std::initializer_list<Float> args) {
   Int target = NewInt();
   cc_.ldr(target, a64::ptr(table, offset));
-  FuncSignatureBuilder signature(CallConvId::kHost);
-  signature.setRetT<double>();
-  for (size_t i = 0; i < args.size(); ++i) signature.addArgT<double>();
-  InvokeNode* invoke;
-  cc_.invoke(&invoke, target, signature);
-  size_t i = 0;
-  for (const Float& arg : args) invoke->setArg(i++, arg);
   Float result = NewFloat();
-  invoke->setRet(0, result);
+  InvokeHelper<double, double>(cc_, target, args, result);
   return result;
 }
 

@@ -16,7 +16,7 @@
 #include "asmjit-backend/code_cache.h"
 #include "asmjit-backend/jit.h"
 #include "build_id.h"
-#include "regions/region_function.h"
+#include "vm/region_function.h"
 #include "vm/function_object.h"
 #include "vm/interpreter.h"
 #include "vm/tiering.h"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "regions/region_code.h"
-#include "regions/region_function.h"
+#include "vm/region_function.h"
 #include "vm/binding.h"
 #include "vm/disasm.h"
 #include "vm/interpreter.h"
@@ -58,7 +58,7 @@ class BorrowedBuffers {
 };
 
 PyObject* CallPython(FunctionObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
+  return PyObject_Vectorcall(self->head.python, args, nargsf, kwnames);
 }
 
 PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
@@ -78,7 +78,7 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
     values = values_heap.data();
   }
   auto name_at = [&fn](int i) -> const std::string& { return fn.params[i].name; };
-  if (!BindArguments(self->python, num_params, fn.num_posonly, fn.num_kwonly, name_at, args, PyVectorcall_NARGS(nargsf),
+  if (!BindArguments(self->head.python, num_params, fn.num_posonly, fn.num_kwonly, name_at, args, PyVectorcall_NARGS(nargsf),
                      kwnames, bound)) {
     return CallPython(self, args, nargsf, kwnames);
   }
@@ -104,51 +104,26 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
 int FunctionTraverse(PyObject* op, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<FunctionObject*>(op);
   Py_VISIT(self->owner);
-  Py_VISIT(self->python);
-  Py_VISIT(self->dict);
-  return 0;
+  return TraverseFunctionLike(&self->head, visit, arg);
 }
 
 int FunctionClear(PyObject* op) {
   auto* self = reinterpret_cast<FunctionObject*>(op);
   Py_CLEAR(self->owner);
-  Py_CLEAR(self->python);
-  Py_CLEAR(self->dict);
+  ClearFunctionLike(&self->head);
   return 0;
 }
 
 void FunctionDealloc(PyObject* op) {
   auto* self = reinterpret_cast<FunctionObject*>(op);
   PyObject_GC_UnTrack(op);
-  if (self->weakreflist != nullptr) PyObject_ClearWeakRefs(op);
-  FunctionClear(op);
-  Py_CLEAR(self->name);
-  Py_CLEAR(self->qualname);
-  Py_CLEAR(self->module_name);
-  PyObject_GC_Del(op);
+  Py_CLEAR(self->owner);
+  DeallocFunctionLike(&self->head);
 }
 
 PyObject* FunctionRepr(PyObject* op) {
   auto* self = reinterpret_cast<FunctionObject*>(op);
-  return PyUnicode_FromFormat("<ppy function %U at %p>", self->qualname, op);
-}
-
-PyObject* FunctionDescrGet(PyObject* op, PyObject* obj, PyObject*) {
-  if (obj == nullptr || obj == Py_None) return Py_NewRef(op);
-  return PyMethod_New(op, obj);
-}
-
-// Attributes the function object does not have itself (__code__, __defaults__,
-// __annotations__, __doc__, ...) are the Python function's.
-PyObject* FunctionGetAttr(PyObject* op, PyObject* name) {
-  PyObject* value = PyObject_GenericGetAttr(op, name);
-  if (value != nullptr || !PyErr_ExceptionMatches(PyExc_AttributeError)) return value;
-  PyErr_Clear();
-  return PyObject_GetAttr(reinterpret_cast<FunctionObject*>(op)->python, name);
-}
-
-PyObject* FunctionReduce(PyObject* op, PyObject*) {
-  return Py_NewRef(reinterpret_cast<FunctionObject*>(op)->qualname);
+  return PyUnicode_FromFormat("<ppy function %U at %p>", self->head.qualname, op);
 }
 
 PyObject* FunctionDis(PyObject* op, PyObject*) {
@@ -172,59 +147,17 @@ PyObject* FunctionGetSignature(PyObject* op, void*) {
   return PyUnicode_FromString(text.c_str());
 }
 
-PyObject* FunctionGetPython(PyObject* op, void*) { return Py_NewRef(reinterpret_cast<FunctionObject*>(op)->python); }
-
-PyObject* FunctionGetDoc(PyObject* op, void*) {
-  return PyObject_GetAttrString(reinterpret_cast<FunctionObject*>(op)->python, "__doc__");
-}
-int FunctionSetDoc(PyObject* op, PyObject* value, void*) {
-  return PyObject_SetAttrString(reinterpret_cast<FunctionObject*>(op)->python, "__doc__", value);
-}
-
-int SetStr(PyObject** slot, PyObject* value, const char* what) {
-  if (value == nullptr || !PyUnicode_Check(value)) {
-    PyErr_Format(PyExc_TypeError, "%s must be set to a string object", what);
-    return -1;
-  }
-  Py_XSETREF(*slot, Py_NewRef(value));
-  return 0;
-}
-
-PyObject* FunctionGetName(PyObject* op, void*) { return Py_NewRef(reinterpret_cast<FunctionObject*>(op)->name); }
-int FunctionSetName(PyObject* op, PyObject* value, void*) {
-  return SetStr(&reinterpret_cast<FunctionObject*>(op)->name, value, "__name__");
-}
-PyObject* FunctionGetQualname(PyObject* op, void*) {
-  return Py_NewRef(reinterpret_cast<FunctionObject*>(op)->qualname);
-}
-int FunctionSetQualname(PyObject* op, PyObject* value, void*) {
-  return SetStr(&reinterpret_cast<FunctionObject*>(op)->qualname, value, "__qualname__");
-}
-
 PyMethodDef kFunctionMethods[] = {
-    {"__reduce__", FunctionReduce, METH_NOARGS, nullptr},
+    {"__reduce__", FunctionLikeReduce, METH_NOARGS, nullptr},
     {"__ppy_dis__", FunctionDis, METH_NOARGS, "The function's bytecode, as `ppy dis` prints it."},
     {nullptr, nullptr, 0, nullptr},
 };
 
 PyGetSetDef kFunctionGetSet[] = {
-    {"__name__", FunctionGetName, FunctionSetName, nullptr, nullptr},
-    {"__qualname__", FunctionGetQualname, FunctionSetQualname, nullptr, nullptr},
-    {"__doc__", FunctionGetDoc, FunctionSetDoc, nullptr, nullptr},
-    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
+    PPY_FUNCTION_LIKE_GETSET,
     {"__ppy_tier__", FunctionGetTier, nullptr, "Where calls run: 'vm' or 'jit'.", nullptr},
     {"__ppy_signature__", FunctionGetSignature, nullptr, "The typed signature ppy compiled.", nullptr},
-    {"__ppy_python__", FunctionGetPython, nullptr, "The Python function of the same def.", nullptr},
-    {"__wrapped__", FunctionGetPython, nullptr, "The Python function of the same def.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
-};
-
-PyMemberDef kFunctionMembers[] = {
-    {"__module__", T_OBJECT, offsetof(FunctionObject, module_name), 0, nullptr},
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(FunctionObject, vectorcall), READONLY, nullptr},
-    {"__weaklistoffset__", T_PYSSIZET, offsetof(FunctionObject, weakreflist), READONLY, nullptr},
-    {"__dictoffset__", T_PYSSIZET, offsetof(FunctionObject, dict), READONLY, nullptr},
-    {nullptr, 0, 0, 0, nullptr},
 };
 
 // ---- Binder: the decorator a compiled def is given -------------------------------------------
@@ -257,17 +190,11 @@ PyObject* NewFunction(CompiledModuleObject* module, Py_ssize_t index, PyObject* 
   const FunctionCode& code = *module->code->functions[index];
   auto* fn = PyObject_GC_New(FunctionObject, &FunctionType);
   if (fn == nullptr) return nullptr;
-  fn->vectorcall = FunctionVectorcall;
   fn->owner = reinterpret_cast<CompiledModuleObject*>(Py_NewRef(module));
   fn->code = &code;
-  fn->python = Py_NewRef(python);
-  fn->name = PyObject_GetAttrString(python, "__name__");
-  fn->qualname = PyObject_GetAttrString(python, "__qualname__");
-  fn->module_name = PyObject_GetAttrString(python, "__module__");
-  fn->dict = nullptr;
-  fn->weakreflist = nullptr;
+  bool ready = InitFunctionLike(&fn->head, FunctionVectorcall, python);
   PyObject_GC_Track(fn);
-  if (fn->name == nullptr || fn->qualname == nullptr || fn->module_name == nullptr) {
+  if (!ready) {
     Py_DECREF(fn);
     return nullptr;
   }
@@ -280,10 +207,6 @@ PyObject* BinderCall(PyObject* op, PyObject* args, PyObject* kwargs) {
   if (!PyArg_ParseTuple(args, "O:binder", &python)) return nullptr;
   if (!self->region) return NewFunction(self->module, self->index, python);
   PyObject* section = self->module->extras ? PyDict_GetItemString(self->module->extras, kRegionSection) : nullptr;
-  if (section == nullptr) {
-    PyErr_SetString(PyExc_ValueError, "ppy: the cache entry has no region section");
-    return nullptr;
-  }
   PyObject* function = regions::NewRegionFunction(section, self->index, python);
   if (function != nullptr && PyList_Append(self->module->regions, function) < 0) Py_CLEAR(function);
   return function;
@@ -370,21 +293,9 @@ PyObject* ModuleRegionDis(PyObject* op, PyObject* arg) {
   Py_ssize_t index = PyLong_AsSsize_t(arg);
   if (index == -1 && PyErr_Occurred()) return nullptr;
   PyObject* section = self->extras ? PyDict_GetItemString(self->extras, kRegionSection) : nullptr;
-  if (section == nullptr || !PyBytes_Check(section)) {
-    PyErr_SetString(PyExc_ValueError, "ppy: the cache entry has no region section");
-    return nullptr;
-  }
-  StatusOr<std::vector<regions::RegionCode>> parsed =
-      regions::ParseRegions(std::string_view(PyBytes_AS_STRING(section), PyBytes_GET_SIZE(section)));
-  if (!parsed.ok()) {
-    PyErr_Format(PyExc_ValueError, "ppy: %s", parsed.status().message().c_str());
-    return nullptr;
-  }
-  if (index < 0 || index >= static_cast<Py_ssize_t>(parsed->size())) {
-    PyErr_SetString(PyExc_IndexError, "no such region");
-    return nullptr;
-  }
-  return PyUnicode_FromString(regions::DescribeRegion((*parsed)[index]).c_str());
+  std::unique_ptr<regions::RegionCode> code = regions::ParseRegionFromSection(section, index);
+  if (code == nullptr) return nullptr;
+  return PyUnicode_FromString(regions::DescribeRegion(*code).c_str());
 }
 
 PyObject* ModuleFunctionNames(PyObject* op, PyObject*) {
@@ -506,22 +417,14 @@ bool InitFunctionTypes(PyObject* extension) {
 
   FunctionType.tp_name = "ppy._ppy.Function";
   FunctionType.tp_basicsize = sizeof(FunctionObject);
-  FunctionType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-                          Py_TPFLAGS_METHOD_DESCRIPTOR;
+  SetFunctionLikeSlots(&FunctionType);
   FunctionType.tp_doc = "A function of a .ppy module, run by the ppy VM.";
-  FunctionType.tp_vectorcall_offset = offsetof(FunctionObject, vectorcall);
-  FunctionType.tp_call = PyVectorcall_Call;
   FunctionType.tp_traverse = FunctionTraverse;
   FunctionType.tp_clear = FunctionClear;
   FunctionType.tp_dealloc = FunctionDealloc;
   FunctionType.tp_repr = FunctionRepr;
-  FunctionType.tp_descr_get = FunctionDescrGet;
   FunctionType.tp_methods = kFunctionMethods;
   FunctionType.tp_getset = kFunctionGetSet;
-  FunctionType.tp_members = kFunctionMembers;
-  FunctionType.tp_getattro = FunctionGetAttr;
-  FunctionType.tp_dictoffset = offsetof(FunctionObject, dict);
-  FunctionType.tp_weaklistoffset = offsetof(FunctionObject, weakreflist);
 
   BinderType.tp_name = "ppy._ppy.Binder";
   BinderType.tp_basicsize = sizeof(BinderObject);

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "vm/code.h"
+#include "vm/function_like.h"
 
 namespace ppy {
 
@@ -17,21 +18,15 @@ struct CompiledModuleObject {
   PyObject* regions;  // list: the region functions bound so far (for stats)
 };
 
-// A compiled function. It keeps the Python function the same `def` created:
-// its defaults, annotations and code object are the function's own, and a call
-// whose arguments do not have exactly the annotated types (an int for a float,
-// a subclass, a value beyond 64 bits) runs that Python code, as CPython would.
+// A compiled function. It keeps the Python function the same `def` created
+// (vm/function_like.h): its defaults, annotations and code object are the
+// function's own, and a call whose arguments do not have exactly the annotated
+// types (an int for a float, a subclass, a value beyond 64 bits) runs that
+// Python code, as CPython would.
 struct FunctionObject {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  FunctionLike head;
   CompiledModuleObject* owner;  // keeps `code` alive
   const FunctionCode* code;
-  PyObject* python;  // the Python function of the same def
-  PyObject* name;
-  PyObject* qualname;
-  PyObject* module_name;
-  PyObject* dict;
-  PyObject* weakreflist;
 };
 
 extern PyTypeObject CompiledModuleType;

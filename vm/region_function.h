@@ -11,7 +11,10 @@
 #include <Python.h>
 
 #include <functional>
+#include <memory>
 #include <string>
+
+#include "regions/region_code.h"
 
 namespace ppy::regions {
 
@@ -19,6 +22,10 @@ extern PyTypeObject RegionFunctionType;
 
 // Readies the type; call once from the extension's init.
 bool InitRegionFunctionType(PyObject* extension);
+
+// Region `index` of the serialized region `section` (bytes), parsed and
+// verified; nullptr with a Python exception when the section is bad.
+std::unique_ptr<RegionCode> ParseRegionFromSection(PyObject* section, Py_ssize_t index);
 
 // A new RegionFunction for region `index` of the serialized `section` (bytes),
 // wrapping `python`. Returns a new reference, or nullptr with an exception.

@@ -1,6 +1,4 @@
-#include "regions/region_function.h"
-
-#include <structmember.h>
+#include "vm/region_function.h"
 
 #include <string>
 #include <vector>
@@ -8,6 +6,7 @@
 #include "regions/region_api.h"
 #include "regions/region_code.h"
 #include "vm/binding.h"
+#include "vm/function_like.h"
 #include "vm/status.h"
 
 namespace ppy::regions {
@@ -16,17 +15,10 @@ namespace {
 enum class ExecutorState : uint8_t { kNotLoaded, kReady, kUnavailable };
 
 struct RegionFunctionObject {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
-  PyObject* python;   // the Python function of the same def
+  FunctionLike head;  // the Python function of the same def, names, __dict__
   PyObject* section;  // bytes: the module's region section
   Py_ssize_t index;
   RegionCode* code;   // owned: the parsed region (parameters, ops for `ppy dis`)
-  PyObject* name;
-  PyObject* qualname;
-  PyObject* module_name;
-  PyObject* dict;
-  PyObject* weakreflist;
   ExecutorState state;
   const ExecutorApi* api;
   void* program;
@@ -80,7 +72,7 @@ std::string AttributeText(PyObject* object, const char* name) {
 // Loads the executor on a region's first call. torch comes first: the executor
 // links libtorch_python, which needs torch's Python module initialized.
 bool LoadExecutor(RegionFunctionObject* self) {
-  std::string qualname = PyUnicode_AsUTF8(self->qualname);
+  std::string qualname = PyUnicode_AsUTF8(self->head.qualname);
   auto unavailable = [&](const std::string& why) {
     self->state = ExecutorState::kUnavailable;
     Note(Cat("the ATen region executor is unavailable (", why, "); ", qualname, " runs as plain Python"));
@@ -118,7 +110,7 @@ bool LoadExecutor(RegionFunctionObject* self) {
 
 PyObject* CallPython(RegionFunctionObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   ++self->python_calls;
-  return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
+  return PyObject_Vectorcall(self->head.python, args, nargsf, kwnames);
 }
 
 PyObject* RegionVectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
@@ -136,7 +128,7 @@ PyObject* RegionVectorcall(PyObject* callable, PyObject* const* args, size_t nar
     bound = heap.data();
   }
   auto name_at = [&code](int i) -> const std::string& { return code.params[i].name; };
-  if (!BindArguments(self->python, num_params, code.num_posonly, code.num_kwonly, name_at, args,
+  if (!BindArguments(self->head.python, num_params, code.num_posonly, code.num_kwonly, name_at, args,
                      PyVectorcall_NARGS(nargsf), kwnames, bound)) {
     return CallPython(self, args, nargsf, kwnames);
   }
@@ -151,51 +143,26 @@ PyObject* RegionVectorcall(PyObject* callable, PyObject* const* args, size_t nar
 // ---- The type ---------------------------------------------------------------------------------
 
 int Traverse(PyObject* op, visitproc visit, void* arg) {
-  auto* self = reinterpret_cast<RegionFunctionObject*>(op);
-  Py_VISIT(self->python);
-  Py_VISIT(self->dict);
-  return 0;
+  return TraverseFunctionLike(&reinterpret_cast<RegionFunctionObject*>(op)->head, visit, arg);
 }
 
 int Clear(PyObject* op) {
-  auto* self = reinterpret_cast<RegionFunctionObject*>(op);
-  Py_CLEAR(self->python);
-  Py_CLEAR(self->dict);
+  ClearFunctionLike(&reinterpret_cast<RegionFunctionObject*>(op)->head);
   return 0;
 }
 
 void Dealloc(PyObject* op) {
   auto* self = reinterpret_cast<RegionFunctionObject*>(op);
   PyObject_GC_UnTrack(op);
-  if (self->weakreflist != nullptr) PyObject_ClearWeakRefs(op);
-  Clear(op);
   if (self->program != nullptr) self->api->release(self->program);
   delete self->code;
   Py_CLEAR(self->section);
-  Py_CLEAR(self->name);
-  Py_CLEAR(self->qualname);
-  Py_CLEAR(self->module_name);
-  PyObject_GC_Del(op);
+  DeallocFunctionLike(&self->head);
 }
 
 PyObject* Repr(PyObject* op) {
-  return PyUnicode_FromFormat("<ppy region %U at %p>", reinterpret_cast<RegionFunctionObject*>(op)->qualname, op);
+  return PyUnicode_FromFormat("<ppy region %U at %p>", reinterpret_cast<RegionFunctionObject*>(op)->head.qualname, op);
 }
-
-PyObject* DescrGet(PyObject* op, PyObject* obj, PyObject*) {
-  if (obj == nullptr || obj == Py_None) return Py_NewRef(op);
-  return PyMethod_New(op, obj);
-}
-
-// __code__, __defaults__, __annotations__ ... are the Python function's.
-PyObject* GetAttr(PyObject* op, PyObject* name) {
-  PyObject* value = PyObject_GenericGetAttr(op, name);
-  if (value != nullptr || !PyErr_ExceptionMatches(PyExc_AttributeError)) return value;
-  PyErr_Clear();
-  return PyObject_GetAttr(reinterpret_cast<RegionFunctionObject*>(op)->python, name);
-}
-
-PyObject* Reduce(PyObject* op, PyObject*) { return Py_NewRef(reinterpret_cast<RegionFunctionObject*>(op)->qualname); }
 
 PyObject* Dis(PyObject* op, PyObject*) {
   return PyUnicode_FromString(DescribeRegion(*reinterpret_cast<RegionFunctionObject*>(op)->code).c_str());
@@ -203,55 +170,18 @@ PyObject* Dis(PyObject* op, PyObject*) {
 
 PyObject* GetRegion(PyObject*, void*) { Py_RETURN_TRUE; }
 PyObject* GetTier(PyObject*, void*) { return PyUnicode_FromString("region"); }
-PyObject* GetPython(PyObject* op, void*) { return Py_NewRef(reinterpret_cast<RegionFunctionObject*>(op)->python); }
-PyObject* GetName(PyObject* op, void*) { return Py_NewRef(reinterpret_cast<RegionFunctionObject*>(op)->name); }
-PyObject* GetQualname(PyObject* op, void*) { return Py_NewRef(reinterpret_cast<RegionFunctionObject*>(op)->qualname); }
-PyObject* GetDoc(PyObject* op, void*) {
-  return PyObject_GetAttrString(reinterpret_cast<RegionFunctionObject*>(op)->python, "__doc__");
-}
-
-int SetString(PyObject** slot, PyObject* value, const char* what) {
-  if (value == nullptr || !PyUnicode_Check(value)) {
-    PyErr_Format(PyExc_TypeError, "%s must be set to a string object", what);
-    return -1;
-  }
-  Py_XSETREF(*slot, Py_NewRef(value));
-  return 0;
-}
-int SetName(PyObject* op, PyObject* value, void*) {
-  return SetString(&reinterpret_cast<RegionFunctionObject*>(op)->name, value, "__name__");
-}
-int SetQualname(PyObject* op, PyObject* value, void*) {
-  return SetString(&reinterpret_cast<RegionFunctionObject*>(op)->qualname, value, "__qualname__");
-}
-int SetDoc(PyObject* op, PyObject* value, void*) {
-  return PyObject_SetAttrString(reinterpret_cast<RegionFunctionObject*>(op)->python, "__doc__", value);
-}
 
 PyMethodDef kMethods[] = {
-    {"__reduce__", Reduce, METH_NOARGS, nullptr},
+    {"__reduce__", FunctionLikeReduce, METH_NOARGS, nullptr},
     {"__ppy_dis__", Dis, METH_NOARGS, "The region's op sequence, as `ppy dis` prints it."},
     {nullptr, nullptr, 0, nullptr},
 };
 
 PyGetSetDef kGetSet[] = {
-    {"__name__", GetName, SetName, nullptr, nullptr},
-    {"__qualname__", GetQualname, SetQualname, nullptr, nullptr},
-    {"__doc__", GetDoc, SetDoc, nullptr, nullptr},
-    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
+    PPY_FUNCTION_LIKE_GETSET,
     {"__ppy_region__", GetRegion, nullptr, "True: calls run as an ATen op sequence.", nullptr},
     {"__ppy_tier__", GetTier, nullptr, "Where calls run: 'region'.", nullptr},
-    {"__ppy_python__", GetPython, nullptr, "The Python function of the same def.", nullptr},
-    {"__wrapped__", GetPython, nullptr, "The Python function of the same def.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
-};
-
-PyMemberDef kMembers[] = {
-    {"__module__", T_OBJECT, offsetof(RegionFunctionObject, module_name), 0, nullptr},
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(RegionFunctionObject, vectorcall), READONLY, nullptr},
-    {"__weaklistoffset__", T_PYSSIZET, offsetof(RegionFunctionObject, weakreflist), READONLY, nullptr},
-    {"__dictoffset__", T_PYSSIZET, offsetof(RegionFunctionObject, dict), READONLY, nullptr},
-    {nullptr, 0, 0, 0, nullptr},
 };
 
 }  // namespace
@@ -261,29 +191,21 @@ PyTypeObject RegionFunctionType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 bool InitRegionFunctionType(PyObject* extension) {
   RegionFunctionType.tp_name = "ppy._ppy.RegionFunction";
   RegionFunctionType.tp_basicsize = sizeof(RegionFunctionObject);
-  RegionFunctionType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-                                Py_TPFLAGS_METHOD_DESCRIPTOR;
+  SetFunctionLikeSlots(&RegionFunctionType);
   RegionFunctionType.tp_doc = "A function of a .ppy module run as an ATen op sequence.";
-  RegionFunctionType.tp_vectorcall_offset = offsetof(RegionFunctionObject, vectorcall);
-  RegionFunctionType.tp_call = PyVectorcall_Call;
   RegionFunctionType.tp_traverse = Traverse;
   RegionFunctionType.tp_clear = Clear;
   RegionFunctionType.tp_dealloc = Dealloc;
   RegionFunctionType.tp_repr = Repr;
-  RegionFunctionType.tp_descr_get = DescrGet;
   RegionFunctionType.tp_methods = kMethods;
   RegionFunctionType.tp_getset = kGetSet;
-  RegionFunctionType.tp_members = kMembers;
-  RegionFunctionType.tp_getattro = GetAttr;
-  RegionFunctionType.tp_dictoffset = offsetof(RegionFunctionObject, dict);
-  RegionFunctionType.tp_weaklistoffset = offsetof(RegionFunctionObject, weakreflist);
   if (PyType_Ready(&RegionFunctionType) < 0) return false;
   return PyModule_AddObjectRef(extension, "RegionFunction", reinterpret_cast<PyObject*>(&RegionFunctionType)) == 0;
 }
 
-PyObject* NewRegionFunction(PyObject* section, Py_ssize_t index, PyObject* python) {
-  if (!PyBytes_Check(section) || !PyFunction_Check(python)) {
-    PyErr_SetString(PyExc_TypeError, "ppy: region() decorates a Python function, given the region section");
+std::unique_ptr<RegionCode> ParseRegionFromSection(PyObject* section, Py_ssize_t index) {
+  if (section == nullptr || !PyBytes_Check(section)) {
+    PyErr_SetString(PyExc_ValueError, "ppy: the cache entry has no region section");
     return nullptr;
   }
   StatusOr<std::vector<RegionCode>> parsed =
@@ -296,25 +218,29 @@ PyObject* NewRegionFunction(PyObject* section, Py_ssize_t index, PyObject* pytho
     PyErr_SetString(PyExc_IndexError, "no such region");
     return nullptr;
   }
+  return std::make_unique<RegionCode>(std::move((*parsed)[index]));
+}
+
+PyObject* NewRegionFunction(PyObject* section, Py_ssize_t index, PyObject* python) {
+  if (!PyFunction_Check(python)) {
+    PyErr_SetString(PyExc_TypeError, "ppy: region() decorates a Python function");
+    return nullptr;
+  }
+  std::unique_ptr<RegionCode> code = ParseRegionFromSection(section, index);
+  if (code == nullptr) return nullptr;
   auto* self = PyObject_GC_New(RegionFunctionObject, &RegionFunctionType);
   if (self == nullptr) return nullptr;
-  self->vectorcall = RegionVectorcall;
-  self->python = Py_NewRef(python);
   self->section = Py_NewRef(section);
   self->index = index;
-  self->code = new RegionCode(std::move((*parsed)[index]));
-  self->name = PyObject_GetAttrString(python, "__name__");
-  self->qualname = PyObject_GetAttrString(python, "__qualname__");
-  self->module_name = PyObject_GetAttrString(python, "__module__");
-  self->dict = nullptr;
-  self->weakreflist = nullptr;
+  self->code = code.release();
   self->state = ExecutorState::kNotLoaded;
   self->api = nullptr;
   self->program = nullptr;
   self->calls = 0;
   self->python_calls = 0;
+  bool ready = InitFunctionLike(&self->head, RegionVectorcall, python);
   PyObject_GC_Track(self);
-  if (self->name == nullptr || self->qualname == nullptr || self->module_name == nullptr) {
+  if (!ready) {
     Py_DECREF(self);
     return nullptr;
   }
@@ -323,7 +249,7 @@ PyObject* NewRegionFunction(PyObject* section, Py_ssize_t index, PyObject* pytho
 
 PyObject* RegionFunctionStats(PyObject* function) {
   auto* self = reinterpret_cast<RegionFunctionObject*>(function);
-  return Py_BuildValue("(OKnK)", self->name, self->calls, static_cast<Py_ssize_t>(self->code->instructions.size()),
+  return Py_BuildValue("(OKnK)", self->head.name, self->calls, static_cast<Py_ssize_t>(self->code->instructions.size()),
                        self->python_calls);
 }
 
