@@ -27,6 +27,7 @@
 #include <bitset>
 #include <cstddef>
 #include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,7 @@ class CodeGen {
     int buffer;
     int base;  // -1 for buf[counter]
     bool store;
+    int base_def = -1;  // for a base the loop recomputes (always alike): the pc that computes it
   };
   struct CountedLoop {
     int header = 0;
@@ -167,9 +169,11 @@ class CodeGen {
     std::vector<int> nonzero_ints;    // int divisors the loop does not change
     std::vector<int> exact_doubles;   // ints compared with floats, unchanged by the loop
     std::map<int, Int> data;          // buffer register -> the loop's copy of its data pointer
-    // (buffer, base) -> data + base * element size, for buf[base + counter]
-    // with a base the loop does not change: the access indexes by the counter.
-    std::map<std::pair<int, int>, Int> based;
+    // (buffer, base, base_def) -> data + base * element size, for
+    // buf[base + counter] with a base whose value the loop does not change:
+    // the access indexes by the counter.
+    std::map<std::tuple<int, int, int>, Int> based;
+    std::map<int, Int> base_values;  // base_def pc -> the value it computes, evaluated at the guard
     Int left;    // iterations until the next Ctrl-C check or the loop's end (see ChunkStart)
     Label body;  // after the guard: where the back edge goes
   };
@@ -212,11 +216,17 @@ class CodeGen {
         }
         if (base == loop.counter) std::swap(base, index);
         if (index != loop.counter || !checked_[pc]) continue;
-        if (WrittenIn(buffer, loop.header, end) || (base >= 0 && WrittenIn(base, loop.header, end))) continue;
-        loop.accesses.push_back({buffer, base, store});
+        if (WrittenIn(buffer, loop.header, end)) continue;
+        int base_def = -1;
+        if (base >= 0 && WrittenIn(base, loop.header, end)) {
+          base_def = InvariantDefinition(base, pc, loop.header, end);
+          if (base_def < 0) continue;
+        }
+        loop.accesses.push_back({buffer, base, store, base_def});
         checked_[pc] = false;
         access_loop_[pc] = loop.header;
         access_base_[pc] = base;
+        access_base_def_[pc] = base_def;
       }
       // Checks of values the loop never changes: made once, at its entry.
       for (int pc = loop.header; pc < end; ++pc) {
@@ -259,14 +269,49 @@ class CodeGen {
     }
   }
 
+  // For `buf[t + i]` where the loop computes t = a op b from values it never
+  // changes (so t is the same every iteration; lowering reuses registers, so
+  // t's register may hold other values elsewhere in the loop): the pc of that
+  // computation, found in the same block before `use`, or -1.
+  int InvariantDefinition(int reg, int use, int header, int end) const {
+    for (int pc = use - 1; pc >= header; --pc) {
+      if (targets_[pc + 1]) return -1;  // another path may reach the use
+      const Instr& in = fn_.code[pc];
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      if (!writes[reg]) continue;
+      bool arithmetic = in.op == Op::ADD_I || in.op == Op::SUB_I || in.op == Op::MUL_I;
+      if (!arithmetic || in.a != reg || WrittenIn(in.b, header, end) || WrittenIn(in.c, header, end)) return -1;
+      return pc;
+    }
+    return -1;
+  }
+
+  // The base of a hoisted access as the guard sees it: its register, or the
+  // value its in-loop computation will give, computed here (an overflow leaves
+  // the loop to the interpreter, which raises where the loop would).
+  Int BaseAtGuard(CountedLoop& loop, const Access& access) {
+    if (access.base_def < 0) return I(access.base);
+    Int& value = loop.base_values[access.base_def];
+    if (!value.isValid()) {
+      const Instr& in = fn_.code[access.base_def];
+      value = b_.NewInt();
+      if (in.op == Op::ADD_I) b_.AddChecked(value, I(in.b), I(in.c), Exit());
+      if (in.op == Op::SUB_I) b_.SubChecked(value, I(in.b), I(in.c), Exit());
+      if (in.op == Op::MUL_I) b_.MulChecked(value, I(in.b), I(in.c), Exit());
+    }
+    return value;
+  }
+
   // Entered from outside (not by its back edge): every hoisted access must stay
   // inside its buffer from the counter's value now to limit - 1.
   void EmitGuards(CountedLoop& loop) {
     for (const Access& access : loop.accesses) {
       Int first = b_.NewInt(), last = b_.NewInt();
       if (access.base >= 0) {
-        b_.AddChecked(first, I(access.base), I(loop.counter), Exit());
-        b_.AddChecked(last, I(access.base), I(loop.limit), Exit());
+        Int base = BaseAtGuard(loop, access);
+        b_.AddChecked(first, base, I(loop.counter), Exit());
+        b_.AddChecked(last, base, I(loop.limit), Exit());
       } else {
         b_.Mov(first, I(loop.counter));
         b_.Mov(last, I(loop.limit));
@@ -281,11 +326,11 @@ class CodeGen {
     // data + base * size, so that the loop adds nothing to address it.
     for (const Access& access : loop.accesses) {
       if (access.base >= 0) {
-        Int& local = loop.based[{access.buffer, access.base}];
+        Int& local = loop.based[{access.buffer, access.base, access.base_def}];
         if (!local.isValid()) {
           local = b_.NewInt();
           int shift = __builtin_ctz(InfoOf(fn_.registers[access.buffer].elem).size);
-          b_.AddScaled(local, data_[access.buffer], I(access.base), shift);
+          b_.AddScaled(local, data_[access.buffer], BaseAtGuard(loop, access), shift);
         }
         continue;
       }
@@ -557,7 +602,7 @@ class CodeGen {
     if (loop == access_loop_.end()) return data_[buffer];
     CountedLoop& counted = counted_loops_.at(loop->second);
     int base = access_base_.at(pc_);
-    return base >= 0 ? counted.based.at({buffer, base}) : counted.data.at(buffer);
+    return base >= 0 ? counted.based.at({buffer, base, access_base_def_.at(pc_)}) : counted.data.at(buffer);
   }
 
   void LoadElementTo(int dst, int buffer, const Int& index) {
@@ -1041,6 +1086,7 @@ class CodeGen {
   std::map<int, int> loop_end_;              // by header: the pc of the closing FORLOOP_INC
   std::map<int, int> access_loop_;           // hoisted access pc -> its loop's header
   std::map<int, int> access_base_;           // hoisted access pc -> its base register, or -1
+  std::map<int, int> access_base_def_;       // hoisted access pc -> Access::base_def
   Int entry_pc_, ticks_;
   int regs_slot_ = 0, result_slot_ = 0, context_slot_ = 0;
   int pc_ = 0;
