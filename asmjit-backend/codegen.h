@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <bitset>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <string>
@@ -137,6 +138,45 @@ class CodeGen {
         }
       }
     }
+    FindUnneededBaseDefinitions();
+  }
+
+  // A base the loop recomputes for hoisted accesses (buf[t + i], t = a + b
+  // each iteration) need not be computed in the loop when nothing else reads
+  // it: the guard computed its value, and no side exit between the computation
+  // and its last use hands it to the interpreter.
+  void FindUnneededBaseDefinitions() {
+    unneeded_.assign(fn_.code.size(), false);
+    for (const auto& [pc, def] : access_base_def_) {
+      if (def < 0 || unneeded_[def]) continue;
+      const int reg = fn_.code[def].a;
+      const int end = loop_end_.at(access_loop_.at(pc));
+      bool may_exit = false;
+      for (int at = def + 1; at <= end; ++at) {
+        if (!live_in_[at][reg]) {  // the interpreter's code reads it no more
+          unneeded_[def] = true;
+          break;
+        }
+        RegisterSet reads, writes;
+        RegistersOf(fn_, fn_.code[at], &reads, &writes);
+        if (reads[reg]) {
+          auto use = access_base_def_.find(at);
+          if (may_exit || use == access_base_def_.end() || use->second != def) break;
+        }
+        may_exit = may_exit || MayExit(at);
+      }
+    }
+  }
+
+  // Whether the machine code for the instruction at pc may leave for the
+  // interpreter (conservatively: all but a few that cannot).
+  bool MayExit(int pc) const {
+    switch (fn_.code[pc].op) {
+      case Op::ADD_F: case Op::SUB_F: case Op::MUL_F: case Op::MOVE_F: case Op::MOVE_I: return false;
+      case Op::DIV_F: return nonzero_checked_[pc];
+      case Op::LOADX_F64: case Op::STOREX_F64: case Op::LOAD_F64: case Op::STORE_F64: return checked_[pc];
+      default: return true;
+    }
   }
 
   Kind KindOf(int reg) const { return fn_.registers[reg].kind; }
@@ -151,6 +191,12 @@ class CodeGen {
         return -1;
     }
   }
+
+  // A loop `for counter in range(k, limit)` closed by FORLOOP_INC, starting at a
+  // constant k >= 0: pcs [header, end) are its body.
+  struct RangedLoop {
+    int header, end, counter, limit;
+  };
 
   // A loop `for counter in range(.., limit)` closed by FORLOOP_INC, and the
   // buffer accesses in it whose bounds its entry guard checks.
@@ -199,6 +245,9 @@ class CodeGen {
       loop.counter = close.a;
       loop.limit = close.b;
       if (WrittenIn(loop.counter, loop.header, end - 1) || WrittenIn(loop.limit, loop.header, end)) continue;
+      if (StartsAtNonnegativeConstant(loop.header, loop.counter)) {
+        ranged_loops_.push_back({loop.header, end, loop.counter, loop.limit});
+      }
       for (int pc = loop.header; pc < end; ++pc) {
         const Instr& in = fn_.code[pc];
         int buffer = -1, base = -1, index = -1;
@@ -268,6 +317,64 @@ class CodeGen {
       }
     }
   }
+
+  // `counter = k` with a constant k >= 0, then the loop's entry test, then the
+  // loop: since the body never writes the counter and FORLOOP_INC stops before
+  // the limit, k <= counter < limit holds everywhere in the body.
+  bool StartsAtNonnegativeConstant(int header, int counter) const {
+    if (header < 2 || targets_[header - 1]) return false;
+    const Instr& test = fn_.code[header - 1];
+    const Instr& init = fn_.code[header - 2];
+    return test.op == Op::JLE_I && test.b == counter && init.op == Op::MOVE_I && init.a == counter &&
+           ConstantInRange(init.b, 0, INT64_MAX);
+  }
+
+  int64_t ConstantValueOf(int reg) const { return fn_.constants[reg - fn_.first_constant()].bits; }
+
+  bool ConstantInRange(int reg, int64_t low, int64_t high) const {
+    if (!fn_.IsConstantRegister(reg) || KindOf(reg) != Kind::kInt || WrittenIn(reg, 0, fn_.code.size() - 1)) {
+      return false;
+    }
+    const ConstantValue& constant = fn_.constants[reg - fn_.first_constant()];
+    return constant.kind == Kind::kInt && constant.bits >= low && constant.bits <= high;
+  }
+
+  // ---- Facts about int registers at the current pc, from the loops around it ----
+
+  const RangedLoop* RangedLoopWith(int reg, bool counter) const {
+    for (const RangedLoop& loop : ranged_loops_) {
+      if (pc_ >= loop.header && pc_ < loop.end && (counter ? loop.counter : loop.limit) == reg) return &loop;
+    }
+    return nullptr;
+  }
+
+  // The instruction that last wrote `reg` before the current pc in its block, or -1.
+  int DefinitionInBlock(int reg) const {
+    for (int pc = pc_ - 1; pc >= 0; --pc) {
+      if (targets_[pc + 1]) return -1;  // another path joins between
+      RegisterSet reads, writes;
+      RegistersOf(fn_, fn_.code[pc], &reads, &writes);
+      if (writes[reg]) return pc;
+    }
+    return -1;
+  }
+
+  // counter + k with k a constant in [0, 1], the counter a ranged loop's here:
+  // in [k, limit - 1 + k], so it neither overflows nor is negative.
+  bool IsCounterPlusSmall(const Instr& in) const {
+    if (in.op != Op::ADD_I) return false;
+    return (RangedLoopWith(in.b, true) && ConstantInRange(in.c, 0, 1)) ||
+           (RangedLoopWith(in.c, true) && ConstantInRange(in.b, 0, 1));
+  }
+
+  bool KnownNonnegative(int reg) const {
+    if (ConstantInRange(reg, 0, INT64_MAX) || RangedLoopWith(reg, true) || RangedLoopWith(reg, false)) return true;
+    int def = DefinitionInBlock(reg);
+    return def >= 0 && IsCounterPlusSmall(fn_.code[def]);
+  }
+
+  // A ranged loop's limit exceeds its counter, which is >= 0, inside the body.
+  bool KnownPositive(int reg) const { return ConstantInRange(reg, 1, INT64_MAX) || RangedLoopWith(reg, false); }
 
   // For `buf[t + i]` where the loop computes t = a op b from values it never
   // changes (so t is the same every iteration; lowering reuses registers, so
@@ -474,6 +581,7 @@ class CodeGen {
   }
 
   void EmitExits() {
+    for (const auto& emit : cold_) emit();
     for (const auto& [pc, label] : exits_) {
       b_.Bind(label);
       Int regs = FromSlot(regs_slot_);
@@ -566,19 +674,29 @@ class CodeGen {
   // negative one is moved up by the length and compared again. `store` checks
   // against the store length (0 for a read-only buffer). An access its loop's
   // guard proved needs none of it.
+  // The usual case falls through; the rest waits out of line (see Cold()).
   Int Index(int buffer, const Int& index, bool store = false) {
     if (!checked_[pc_]) return index;
-    const Int& bound = store ? store_length_[buffer] : length_[buffer];
+    Int bound = store ? store_length_[buffer] : length_[buffer];
+    Int length = length_[buffer];
     Int normalized = b_.NewInt();
-    Label inside = b_.NewLabel();
+    Label outside = b_.NewLabel(), inside = b_.NewLabel(), exit = Exit();
     b_.Mov(normalized, index);
-    b_.BranchInt(IntCond::kUlt, normalized, bound, inside);
-    b_.BranchIntImm(IntCond::kGe, normalized, 0, Exit());
-    b_.Add(normalized, normalized, length_[buffer]);
-    b_.BranchInt(IntCond::kUge, normalized, bound, Exit());
+    b_.BranchInt(IntCond::kUge, normalized, bound, outside);
     b_.Bind(inside);
+    Cold([=, this] {
+      b_.Bind(outside);
+      b_.BranchIntImm(IntCond::kGe, normalized, 0, exit);
+      b_.Add(normalized, normalized, length);
+      b_.BranchInt(IntCond::kUge, normalized, bound, exit);
+      b_.Jump(inside);
+    });
     return normalized;
   }
+
+  // Code for rare cases, emitted after the function's body so that the usual
+  // path runs straight through, without taken branches.
+  void Cold(std::function<void()> emit) { cold_.push_back(std::move(emit)); }
 
   Int SumIndex(int buffer, const Int& base, const Int& offset, bool store = false) {
     auto based = access_base_.find(pc_);
@@ -739,8 +857,12 @@ class CodeGen {
       case Op::ADD_I:
       case Op::SUB_I:
       case Op::MUL_I: {
+        if (unneeded_[pc_]) break;
         Int t = b_.NewInt();
-        if (in.op == Op::ADD_I) b_.AddChecked(t, I(bb), I(c), Exit());
+        if (IsCounterPlusSmall(in)) {
+          bool counter_first = RangedLoopWith(bb, true) != nullptr;
+          b_.AddImm(t, I(counter_first ? bb : c), static_cast<int32_t>(ConstantValueOf(counter_first ? c : bb)));
+        } else if (in.op == Op::ADD_I) b_.AddChecked(t, I(bb), I(c), Exit());
         else if (in.op == Op::SUB_I) b_.SubChecked(t, I(bb), I(c), Exit());
         else b_.MulChecked(t, I(bb), I(c), Exit());
         b_.Mov(I(a), t);
@@ -748,6 +870,13 @@ class CodeGen {
       }
       case Op::FLOORDIV_I:
       case Op::MOD_I:
+        if (KnownNonnegative(bb) && KnownPositive(c)) {
+          // Truncation is Python's floor here: no sign to fix, no zero or -1 divisor.
+          Int quotient = b_.NewInt(), remainder = b_.NewInt();
+          b_.DivMod(quotient, remainder, I(bb), I(c));
+          b_.Mov(I(a), in.op == Op::FLOORDIV_I ? quotient : remainder);
+          break;
+        }
         if (nonzero_checked_[pc_]) b_.BranchIntImm(IntCond::kEq, I(c), 0, Exit());
         FloorDivide(I(a), I(bb), I(c), in.op == Op::FLOORDIV_I);
         break;
@@ -1078,7 +1207,9 @@ class CodeGen {
   RegisterSet stored_;  // buffer registers the function stores into
   std::vector<Float> floats_;
   std::map<int, Label> exits_, error_exits_;
+  std::vector<std::function<void()>> cold_;
   std::map<int, CountedLoop> counted_loops_;  // by header
+  std::vector<RangedLoop> ranged_loops_;
   std::map<int, Label> bodies_;              // by header: past the guard
   std::vector<bool> checked_;                // per pc: whether its bounds are checked where it runs
   std::vector<bool> nonzero_checked_;        // per pc: whether its divisor is checked where it runs
@@ -1087,6 +1218,7 @@ class CodeGen {
   std::map<int, int> access_loop_;           // hoisted access pc -> its loop's header
   std::map<int, int> access_base_;           // hoisted access pc -> its base register, or -1
   std::map<int, int> access_base_def_;       // hoisted access pc -> Access::base_def
+  std::vector<bool> unneeded_;               // per pc: a base computation the loop can skip
   Int entry_pc_, ticks_;
   int regs_slot_ = 0, result_slot_ = 0, context_slot_ = 0;
   int pc_ = 0;

@@ -267,22 +267,32 @@ void X86Backend::DivMod(const Int& quotient, const Int& remainder, const Int& a,
 }
 
 void X86Backend::FAdd(const Float& dst, const Float& a, const Float& b) {
+  if (avx_) return void(cc_.vaddsd(dst, a, b));
   BinaryFloat(dst, a, b, true, [&](const Float& d, const Float& s) { cc_.addsd(d, s); });
 }
 void X86Backend::FSub(const Float& dst, const Float& a, const Float& b) {
+  if (avx_) return void(cc_.vsubsd(dst, a, b));
   BinaryFloat(dst, a, b, false, [&](const Float& d, const Float& s) { cc_.subsd(d, s); });
 }
 void X86Backend::FMul(const Float& dst, const Float& a, const Float& b) {
+  if (avx_) return void(cc_.vmulsd(dst, a, b));
   BinaryFloat(dst, a, b, true, [&](const Float& d, const Float& s) { cc_.mulsd(d, s); });
 }
 void X86Backend::FDiv(const Float& dst, const Float& a, const Float& b) {
+  if (avx_) return void(cc_.vdivsd(dst, a, b));
   BinaryFloat(dst, a, b, false, [&](const Float& d, const Float& s) { cc_.divsd(d, s); });
 }
-void X86Backend::FSqrt(const Float& dst, const Float& a) { cc_.sqrtsd(dst, a); }
+void X86Backend::FSqrt(const Float& dst, const Float& a) {
+  // Both forms take the upper lane from an operand; naming `a` there keeps dst's
+  // old value out of the dependency chain.
+  if (avx_) return void(cc_.vsqrtsd(dst, a, a));
+  cc_.sqrtsd(dst, a);
+}
 
 void X86Backend::FNeg(const Float& dst, const Float& a) {
   Float mask = NewFloat();
   FloatFromBits(mask, 0x8000000000000000ull);
+  if (avx_) return void(cc_.vxorpd(dst, a, mask));
   Float t = NewFloat();
   cc_.movapd(t, a);
   cc_.xorpd(t, mask);
@@ -292,6 +302,7 @@ void X86Backend::FNeg(const Float& dst, const Float& a) {
 void X86Backend::FAbs(const Float& dst, const Float& a) {
   Float mask = NewFloat();
   FloatFromBits(mask, 0x7FFFFFFFFFFFFFFFull);
+  if (avx_) return void(cc_.vandpd(dst, a, mask));
   Float t = NewFloat();
   cc_.movapd(t, a);
   cc_.andpd(t, mask);
@@ -301,6 +312,7 @@ void X86Backend::FAbs(const Float& dst, const Float& a) {
 void X86Backend::IntToFloat(const Float& dst, const Int& src) {
   // cvtsi2sd writes only the low lane; clearing first breaks the dependency.
   cc_.xorpd(dst, dst);
+  if (avx_) return void(cc_.vcvtsi2sd(dst, dst, src));
   cc_.cvtsi2sd(dst, src);
 }
 

@@ -1,6 +1,7 @@
 // The x86-64 backend: the primitives of backend.h on asmjit's x86::Compiler.
-// Only baseline x86-64 (SSE2) instructions are used, so that code saved in the
-// cache runs on every x86-64 machine.
+// Baseline x86-64 (SSE2) instructions, and where the CPU has AVX, its
+// three-operand (VEX) forms of the float arithmetic, which need no copy of an
+// operand; cached code is keyed by which (jit::Target()).
 #pragma once
 
 #include <asmjit/x86.h>
@@ -21,7 +22,7 @@ class X86Backend {
 
   static constexpr const char* kArchitecture = "x86_64";
 
-  explicit X86Backend(asmjit::CodeHolder* code) : cc_(code) {}
+  X86Backend(asmjit::CodeHolder* code, bool avx) : cc_(code), avx_(avx) {}
   asmjit::BaseCompiler& compiler() { return cc_; }
   const Label& entry_label() const { return entry_; }
 
@@ -43,6 +44,7 @@ class X86Backend {
   void BinaryFloat(const Float& dst, const Float& a, const Float& b, bool commutative, Emit emit);
 
   asmjit::x86::Compiler cc_;
+  bool avx_;
   Label entry_;
   std::vector<asmjit::x86::Mem> slots_;
 };

@@ -89,9 +89,22 @@ void Report(const std::string& event) {
   if (g_listener != nullptr) g_listener(event);
 }
 
+#if defined(__x86_64__)
+// AVX's three-operand float instructions spare the register copies SSE2's
+// two-operand forms need; PPY_JIT_ISA=sse2 keeps to the baseline (tests run both).
+bool UsesAvx() {
+  static const bool avx = [] {
+    const char* isa = std::getenv("PPY_JIT_ISA");
+    if (isa != nullptr && std::strcmp(isa, "sse2") == 0) return false;
+    return asmjit::CpuInfo::host().features().x86().hasAVX();
+  }();
+  return avx;
+}
+#endif
+
 std::string Target() {
 #if defined(__x86_64__)
-  return "x86_64-sse2";
+  return UsesAvx() ? "x86_64-avx" : "x86_64-sse2";
 #else
   return "aarch64";
 #endif
@@ -105,7 +118,11 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
   code.setErrorHandler(&errors);
   asmjit::StringLogger logger;
   if (listing != nullptr) code.setLogger(&logger);
+#if defined(__x86_64__)
+  NativeBackend backend(&code, UsesAvx());
+#else
   NativeBackend backend(&code);
+#endif
   CodeGen<NativeBackend> generator(backend, fn);
   generator.Generate();
   if (backend.compiler().finalize() != asmjit::kErrorOk || !errors.first.empty()) {

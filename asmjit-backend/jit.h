@@ -19,7 +19,7 @@ namespace ppy::jit {
 void Install();
 
 // The architecture and CPU features machine code is built for, as cached code
-// is keyed: "x86_64-sse2" or "aarch64".
+// is keyed: "x86_64-avx" (where the CPU has AVX), "x86_64-sse2" or "aarch64".
 std::string Target();
 
 // Compiles `fn` to relocatable bytes. `listing`, if not null, receives the

@@ -245,6 +245,76 @@ struct BorrowedArray {
   }
 };
 
+// Inside `for i in range(k, n)` with a constant k >= 0 the machine code knows
+// 0 <= i < n: i + 1 cannot overflow and (i + 1) % n needs no sign fixing. Loops
+// that start elsewhere, and divisors the loop does not bound, keep every check.
+TEST_F(Jit, FactsFromLoopBoundsKeepPythonsDivision) {
+  auto compiled = Compile(R"(
+def bounded(n: int) -> int:
+    total: int = 0
+    for i in range(n):
+        total += (i + 1) % n * 7 + (i + 1) // n + i % n + i // n + (i + 1)
+    return total
+def from_one(n: int, d: int) -> int:
+    total: int = 0
+    for i in range(1, n):
+        total += (i + 1) % d + i // d
+    return total
+def from_minus_five(n: int) -> int:
+    total: int = 0
+    for i in range(-5, n):
+        total += (i + 1) % n + (i + 1) // n
+    return total
+def from_anywhere(k: int, n: int) -> int:
+    total: int = 0
+    for i in range(k, n):
+        total += (i + 1) % n + (i + 1) // n
+    return total
+)");
+  for (int64_t n : std::vector<int64_t>{-3, 0, 1, 2, 17, 1000}) {
+    ExpectSame(*compiled, "bounded", {IntValue(n)});
+    ExpectSame(*compiled, "from_minus_five", {IntValue(n)});
+    for (int64_t d : std::vector<int64_t>{-7, -1, 0, 1, 3}) ExpectSame(*compiled, "from_one", {IntValue(n), IntValue(d)});
+    for (int64_t k : std::vector<int64_t>{-10, -1, 0, 5}) ExpectSame(*compiled, "from_anywhere", {IntValue(k), IntValue(n)});
+  }
+  ExpectSame(*compiled, "from_anywhere", {IntValue(INT64_MAX - 3), IntValue(INT64_MAX)});
+}
+
+// buf[t + cols + i] with t + cols recomputed every iteration: the loop skips the
+// computation when only hoisted accesses read it, and keeps it when a side exit
+// may hand it to the interpreter first.
+TEST_F(Jit, RecomputedBasesAgreeWithTheInterpreter) {
+  auto compiled = Compile(R"(
+from ppy import Buffer
+def pairs(out: Buffer[float], rows: int, cols: int, probe: int) -> float:
+    total: float = 0.0
+    for r in range(rows):
+        t: int = r * cols
+        for i in range(cols):
+            x: float = out[t + i] * out[t + (i + 1) % cols]
+            out[t + cols + i] = x
+            total += x + out[probe]
+    return total
+)");
+  for (int64_t probe : std::vector<int64_t>{0, -1, 11, 12, -13}) {
+    for (int64_t cols : std::vector<int64_t>{1, 3, 4}) {
+      BorrowedArray o1("d", "[1.5 * k for k in range(12)]"), o2("d", "[1.5 * k for k in range(12)]");
+      const FunctionCode& fn = compiled->function("pairs");
+      std::vector<Value> args1 = {o1.value(), IntValue(2), IntValue(cols), IntValue(probe)};
+      std::vector<Value> args2 = {o2.value(), IntValue(2), IntValue(cols), IntValue(probe)};
+      g_tiering.mode = JitMode::kOff;
+      std::string interpreted = testing::Call(*compiled, "pairs", args1);
+      g_tiering.mode = JitMode::kHot;
+      if (fn.jit_state != JitState::kCompiled) {
+        ASSERT_TRUE(jit::CompileAndInstall(fn, "test"));
+      }
+      std::string machine = testing::Call(*compiled, "pairs", args2);
+      EXPECT_EQ(interpreted, machine) << cols << " " << probe;
+      EXPECT_EQ(o1.contents(), o2.contents()) << cols << " " << probe;
+    }
+  }
+}
+
 TEST_F(Jit, BufferAccessesKeepPythonsIndexRules) {
   auto compiled = Compile(R"(
 from ppy import Buffer, i8, f32
