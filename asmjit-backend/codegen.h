@@ -563,11 +563,13 @@ class CodeGen {
   const Float& F(int reg) const { return floats_[reg]; }
 
   // The side exit that resumes the interpreter at the current instruction.
-  Label Exit() {
-    auto it = exits_.find(pc_);
+  Label Exit() { return ExitAt(pc_); }
+
+  Label ExitAt(int pc) {
+    auto it = exits_.find(pc);
     if (it != exits_.end()) return it->second;
     Label label = b_.NewLabel();
-    exits_[pc_] = label;
+    exits_[pc] = label;
     return label;
   }
 
@@ -675,23 +677,89 @@ class CodeGen {
   // against the store length (0 for a read-only buffer). An access its loop's
   // guard proved needs none of it.
   // The usual case falls through; the rest waits out of line (see Cold()).
-  Int Index(int buffer, const Int& index, bool store = false) {
+  // `exit` is where an index outside leaves (the current pc's exit unless
+  // IndexRegister() says otherwise); `in_place` normalizes the index in its own
+  // register, undoing that before an exit.
+  Int Index(int buffer, const Int& index, bool store = false, int exit_pc = -1, bool in_place = false) {
     if (!checked_[pc_]) return index;
     Int bound = store ? store_length_[buffer] : length_[buffer];
     Int length = length_[buffer];
-    Int normalized = b_.NewInt();
-    Label outside = b_.NewLabel(), inside = b_.NewLabel(), exit = Exit();
-    b_.Mov(normalized, index);
+    Int normalized = index;
+    if (!in_place) {
+      normalized = b_.NewInt();
+      b_.Mov(normalized, index);
+    }
+    Label outside = b_.NewLabel(), inside = b_.NewLabel(), exit = ExitAt(exit_pc < 0 ? pc_ : exit_pc);
     b_.BranchInt(IntCond::kUge, normalized, bound, outside);
     b_.Bind(inside);
     Cold([=, this] {
       b_.Bind(outside);
       b_.BranchIntImm(IntCond::kGe, normalized, 0, exit);
       b_.Add(normalized, normalized, length);
-      b_.BranchInt(IntCond::kUge, normalized, bound, exit);
-      b_.Jump(inside);
+      b_.BranchInt(IntCond::kUlt, normalized, bound, inside);
+      if (in_place) b_.Sub(normalized, normalized, length);
+      b_.Jump(exit);
     });
     return normalized;
+  }
+
+  // buf[R[reg]]. An index nothing reads after this instruction is normalized
+  // in place. An index `int(x)` computed just before, on a backend whose
+  // truncation gives INT64_MIN (outside every buffer) for what int() rejects,
+  // is checked only here: outside, the code leaves at the conversion, and the
+  // interpreter runs both again.
+  Int IndexRegister(int buffer, int reg, bool store = false) {
+    const Instr& in = fn_.code[pc_];
+    bool value_is_index = store && in.c == reg;  // xs[i] = i, xs[i] += i
+    bool in_place = !value_is_index && pc_ + 1 < static_cast<int>(fn_.code.size()) && !live_in_[pc_ + 1][reg];
+    return Index(buffer, I(reg), store, ConvertsForIndex(pc_ - 1) ? pc_ - 1 : -1, in_place);
+  }
+
+  // Whether pc is an F2I whose result only the next instruction's checked
+  // index reads, on a backend that makes failed conversions INT64_MIN.
+  bool ConvertsForIndex(int pc) const {
+    if constexpr (!B::kTruncationGivesMinWhenInvalid) {
+      return false;
+    } else {
+      const int n = static_cast<int>(fn_.code.size());
+      if (pc < 0 || pc + 2 >= n || fn_.code[pc].op != Op::F2I || targets_[pc + 1] || !checked_[pc + 1]) return false;
+      const Instr& use = fn_.code[pc + 1];
+      int index = -1;
+      switch (use.op) {
+        case Op::LOAD_F64: case Op::LOAD_I64: case Op::LOAD_F: case Op::LOAD_I: index = use.c; break;
+        case Op::STORE_F64: case Op::STORE_I64: case Op::STORE_F: case Op::STORE_I:
+        case Op::ADDTO_F64: case Op::ADDTO_I64: index = use.b; break;
+        default: return false;
+      }
+      const int reg = fn_.code[pc].a;
+      RegisterSet reads, writes;
+      RegistersOf(fn_, use, &reads, &writes);
+      return index == reg && !live_in_[pc + 2][reg] && !writes[reg];
+    }
+  }
+
+  // R[A] = R[B] +/- R[C] (A != C) straight into A's register. A side exit
+  // hands the interpreter R[B] and R[C], so when A is B the cold path undoes
+  // the wrapped result first (wrapping arithmetic undoes exactly).
+  void AddOrSubInPlace(const Instr& in) {
+    const bool add = in.op == Op::ADD_I;
+    const Int& dst = I(in.a);
+    const Int& x = I(in.b);
+    const Int& y = I(in.c);
+    if (in.a != in.b) {
+      if (add) b_.AddChecked(dst, x, y, Exit());
+      else b_.SubChecked(dst, x, y, Exit());
+      return;
+    }
+    Label undo = b_.NewLabel(), exit = Exit();
+    if (add) b_.AddChecked(dst, x, y, undo);
+    else b_.SubChecked(dst, x, y, undo);
+    Cold([=, this] {
+      b_.Bind(undo);
+      if (add) b_.Sub(dst, dst, y);
+      else b_.Add(dst, dst, y);
+      b_.Jump(exit);
+    });
   }
 
   // Code for rare cases, emitted after the function's body so that the usual
@@ -839,12 +907,15 @@ class CodeGen {
         if (stored_[a]) b_.Mov(store_length_[a], store_length_[bb]);
         break;
       case Op::I2F: b_.IntToFloat(F(a), I(bb)); break;
-      case Op::F2I: {
-        Int t = b_.NewInt();
-        b_.FloatToIntChecked(t, F(bb), Exit());
-        b_.Mov(I(a), t);
+      case Op::F2I:  // a failure exits before the interpreter reads R[A]
+        if constexpr (B::kTruncationGivesMinWhenInvalid) {
+          if (ConvertsForIndex(pc_)) {
+            b_.FloatToIntTruncate(I(a), F(bb));
+            break;
+          }
+        }
+        b_.FloatToIntChecked(I(a), F(bb), Exit());
         break;
-      }
       case Op::TRUTH_I: {
         Int zero = b_.NewInt();
         b_.MovImm(zero, 0);
@@ -858,11 +929,17 @@ class CodeGen {
       case Op::SUB_I:
       case Op::MUL_I: {
         if (unneeded_[pc_]) break;
-        Int t = b_.NewInt();
         if (IsCounterPlusSmall(in)) {
           bool counter_first = RangedLoopWith(bb, true) != nullptr;
-          b_.AddImm(t, I(counter_first ? bb : c), static_cast<int32_t>(ConstantValueOf(counter_first ? c : bb)));
-        } else if (in.op == Op::ADD_I) b_.AddChecked(t, I(bb), I(c), Exit());
+          b_.AddImm(I(a), I(counter_first ? bb : c), static_cast<int32_t>(ConstantValueOf(counter_first ? c : bb)));
+          break;
+        }
+        if (in.op != Op::MUL_I && a != c) {
+          AddOrSubInPlace(in);
+          break;
+        }
+        Int t = b_.NewInt();
+        if (in.op == Op::ADD_I) b_.AddChecked(t, I(bb), I(c), Exit());
         else if (in.op == Op::SUB_I) b_.SubChecked(t, I(bb), I(c), Exit());
         else b_.MulChecked(t, I(bb), I(c), Exit());
         b_.Mov(I(a), t);
@@ -1087,17 +1164,17 @@ class CodeGen {
       case Op::LOAD_F64:
       case Op::LOAD_I64:
       case Op::LOAD_F:
-      case Op::LOAD_I: LoadElementTo(a, bb, Index(bb, I(c))); break;
+      case Op::LOAD_I: LoadElementTo(a, bb, IndexRegister(bb, c)); break;
       case Op::LOADX_F64:
       case Op::LOADX_I64: LoadElementTo(a, bb, SumIndex(bb, I(c), I(d))); break;
       case Op::STORE_F64:
-      case Op::STORE_F: StoreFloatElement(a, Index(a, I(bb), true), F(c)); break;
+      case Op::STORE_F: StoreFloatElement(a, IndexRegister(a, bb, true), F(c)); break;
       case Op::STORE_I64:
-      case Op::STORE_I: StoreIntElement(a, Index(a, I(bb), true), I(c)); break;
+      case Op::STORE_I: StoreIntElement(a, IndexRegister(a, bb, true), I(c)); break;
       case Op::STOREX_F64: StoreFloatElement(a, SumIndex(a, I(bb), I(c), true), F(d)); break;
       case Op::STOREX_I64: StoreIntElement(a, SumIndex(a, I(bb), I(c), true), I(d)); break;
       case Op::ADDTO_F64: {
-        Int index = Index(a, I(bb), true);
+        Int index = IndexRegister(a, bb, true);
         Float value = b_.NewFloat();
         b_.LoadElement(ElemType::kF64, value, data_[a], index);
         b_.FAdd(value, value, F(c));
@@ -1105,7 +1182,7 @@ class CodeGen {
         break;
       }
       case Op::ADDTO_I64: {
-        Int index = Index(a, I(bb), true);
+        Int index = IndexRegister(a, bb, true);
         Int value = b_.NewInt(), sum = b_.NewInt();
         b_.LoadElement(ElemType::kI64, value, data_[a], index);
         b_.AddChecked(sum, value, I(c), Exit());

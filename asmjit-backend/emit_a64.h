@@ -23,6 +23,8 @@ class A64Backend {
   using Label = asmjit::Label;
 
   static constexpr const char* kArchitecture = "aarch64";
+  // fcvtzs gives 0 for a NaN: failed conversions need their own check.
+  static constexpr bool kTruncationGivesMinWhenInvalid = false;
 
   explicit A64Backend(asmjit::CodeHolder* code) : cc_(code) {}
   asmjit::BaseCompiler& compiler() { return cc_; }

@@ -172,20 +172,26 @@ void X86Backend::BinaryFloat(const Float& dst, const Float& a, const Float& b, b
 }
 
 void X86Backend::AddChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow) {
-  cc_.mov(dst, a);
-  cc_.add(dst, b);
+  Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.add(d, s); });
   cc_.jo(overflow);
 }
 
 void X86Backend::SubChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow) {
-  cc_.mov(dst, a);
+  if (dst.id() == b.id() && dst.id() != a.id()) {  // the flags must come from the sub itself
+    Int t = NewInt();
+    cc_.mov(t, a);
+    cc_.sub(t, b);
+    cc_.jo(overflow);
+    cc_.mov(dst, t);
+    return;
+  }
+  Mov(dst, a);
   cc_.sub(dst, b);
   cc_.jo(overflow);
 }
 
 void X86Backend::MulChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow) {
-  cc_.mov(dst, a);
-  cc_.imul(dst, b);
+  Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.imul(d, s); });
   cc_.jo(overflow);
 }
 

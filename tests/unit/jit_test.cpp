@@ -44,6 +44,24 @@ std::pair<std::string, std::string> BothWays(const testing::Compiled& compiled, 
   return {interpreted, machine};
 }
 
+// For functions that write into their buffers: the interpreter runs on
+// `first`, the machine code on `second`, copies of the same inputs.
+std::pair<std::string, std::string> BothWaysOnCopies(const testing::Compiled& compiled, const std::string& name,
+                                                     const std::vector<Value>& first,
+                                                     const std::vector<Value>& second) {
+  const FunctionCode& fn = compiled.function(name);
+  JitMode mode = g_tiering.mode;
+  g_tiering.mode = JitMode::kOff;
+  std::string interpreted = testing::Call(compiled, name, first);
+  g_tiering.mode = JitMode::kHot;
+  if (fn.jit_state != JitState::kCompiled) {
+    EXPECT_TRUE(jit::CompileAndInstall(fn, "test")) << name;
+  }
+  std::string machine = testing::Call(compiled, name, second);
+  g_tiering.mode = mode;
+  return {interpreted, machine};
+}
+
 void ExpectSame(const testing::Compiled& compiled, const std::string& name, const std::vector<Value>& args) {
   auto [interpreted, machine] = BothWays(compiled, name, args);
   EXPECT_EQ(interpreted, machine) << name;
@@ -299,19 +317,56 @@ def pairs(out: Buffer[float], rows: int, cols: int, probe: int) -> float:
   for (int64_t probe : std::vector<int64_t>{0, -1, 11, 12, -13}) {
     for (int64_t cols : std::vector<int64_t>{1, 3, 4}) {
       BorrowedArray o1("d", "[1.5 * k for k in range(12)]"), o2("d", "[1.5 * k for k in range(12)]");
-      const FunctionCode& fn = compiled->function("pairs");
-      std::vector<Value> args1 = {o1.value(), IntValue(2), IntValue(cols), IntValue(probe)};
-      std::vector<Value> args2 = {o2.value(), IntValue(2), IntValue(cols), IntValue(probe)};
-      g_tiering.mode = JitMode::kOff;
-      std::string interpreted = testing::Call(*compiled, "pairs", args1);
-      g_tiering.mode = JitMode::kHot;
-      if (fn.jit_state != JitState::kCompiled) {
-        ASSERT_TRUE(jit::CompileAndInstall(fn, "test"));
-      }
-      std::string machine = testing::Call(*compiled, "pairs", args2);
+      auto [interpreted, machine] =
+          BothWaysOnCopies(*compiled, "pairs", {o1.value(), IntValue(2), IntValue(cols), IntValue(probe)},
+                           {o2.value(), IntValue(2), IntValue(cols), IntValue(probe)});
       EXPECT_EQ(interpreted, machine) << cols << " " << probe;
       EXPECT_EQ(o1.contents(), o2.contents()) << cols << " " << probe;
     }
+  }
+}
+
+// xs[int(v)]: on x86-64 the conversion's own check is left to the index check
+// that follows it; every value int() rejects must still raise int()'s error.
+// A negative index is normalized in its own register when nothing reads it
+// afterwards, and must still reach the interpreter unchanged on an exit.
+TEST_F(Jit, ConvertedAndNegativeIndexesAgreeWithTheInterpreter) {
+  auto compiled = Compile(R"(
+from ppy import Buffer
+def pick(xs: Buffer[int], v: float) -> int:
+    return xs[int(v)]
+def tally(xs: Buffer[int], v: float) -> int:
+    xs[int(v)] += 1
+    return xs[0]
+def doubled(xs: Buffer[int], i: int) -> int:
+    j: int = i * 2
+    return xs[j]
+def twice(xs: Buffer[int], i: int) -> int:
+    xs[i] = i
+    xs[i] += i
+    return xs[i] + i
+)");
+  const std::vector<double> values = {0.0, 2.7, -1.0, -7.5, -8.0, 6.9, 7.0, 1e300, -1e300, NAN, INFINITY, -INFINITY,
+                                      -9223372036854775808.0, 9223372036854775808.0};
+  for (double v : values) {
+    BorrowedArray xs("q", "[10, 11, 12, 13, 14, 15, 16]");
+    ExpectSame(*compiled, "pick", {xs.value(), FloatValue(v)});
+    BorrowedArray t1("q", "[0] * 7"), t2("q", "[0] * 7");
+    auto [interpreted, machine] =
+        BothWaysOnCopies(*compiled, "tally", {t1.value(), FloatValue(v)}, {t2.value(), FloatValue(v)});
+    EXPECT_EQ(interpreted, machine) << v;
+    EXPECT_EQ(t1.contents(), t2.contents()) << v;
+  }
+  for (int64_t i : std::vector<int64_t>{0, 3, -1, -3, -4, -5, 4, -8}) {
+    BorrowedArray xs("q", "[10, 11, 12, 13, 14, 15, 16]");
+    ExpectSame(*compiled, "doubled", {xs.value(), IntValue(i)});
+  }
+  for (int64_t i : std::vector<int64_t>{0, 6, -1, -7, 7, -8, INT64_MIN}) {
+    BorrowedArray w1("q", "[0] * 7"), w2("q", "[0] * 7");
+    auto [interpreted, machine] =
+        BothWaysOnCopies(*compiled, "twice", {w1.value(), IntValue(i)}, {w2.value(), IntValue(i)});
+    EXPECT_EQ(interpreted, machine) << i;
+    EXPECT_EQ(w1.contents(), w2.contents()) << i;
   }
 }
 
