@@ -97,6 +97,22 @@ def _tier_text(function, path):
     return text
 
 
+def _native_failures(loaded, path):
+    """Prints the errors of @ppy.native functions that cannot be compiled (their
+    module would raise CompileError at import); True if there are any."""
+    metadata = loaded.metadata
+    if not any(f["native"] and not f["compiled"] for f in metadata["functions"]):
+        return False
+    from ppy import _compiler
+
+    with open(path, "rb") as handle:
+        source = handle.read()
+    for severity, loc, message in metadata["diagnostics"]:
+        if severity == "error":
+            sys.stdout.write(_compiler.render_diagnostic(severity, loc, message, path, source))
+    return True
+
+
 def _command_build(args):
     from ppy import _hook
 
@@ -107,6 +123,9 @@ def _command_build(args):
         except SyntaxError as error:
             with open(path, "rb") as handle:
                 sys.stdout.write(_syntax_error_text(error, handle.read()))
+            failed = True
+            continue
+        if _native_failures(loaded, path):
             failed = True
             continue
         if args.verbose:

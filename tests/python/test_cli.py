@@ -74,6 +74,24 @@ def test_build_is_silent_and_verbose_says_why(runner, tmp_path):
     assert changed.stdout.startswith(f"{path}: built (source changed) in ")
 
 
+def test_build_fails_on_a_native_function_that_cannot_compile(runner, tmp_path):
+    path = _write(tmp_path, "n.ppy", """\
+        import ppy
+
+        @ppy.native
+        def g(n: int) -> int:
+            try:
+                return n
+            except ValueError:
+                return 0
+        """)
+    result = runner.ppy("build", "--warm", tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{path}:5:5: error: @ppy.native function 'g' cannot be compiled: "
+                                    "it uses a try statement\n")
+    assert "    5 |     try:\n" in result.stdout
+
+
 def test_run_passes_arguments_and_exit_status(runner, tmp_path):
     path = _write(tmp_path, "main.ppy", """\
         import sys
