@@ -711,11 +711,36 @@ int Lowering::EmitArithmetic(BinOp op, int left, Type left_type, int right, Type
   return dest;
 }
 
+// Whether two typed expressions always give the same value without side
+// effects: locals, constants, arithmetic and buffer reads, spelled alike. The
+// second evaluation of such an expression cannot raise what the first did not.
+static bool SamePureValue(const Expr& a, const Expr& b) {
+  if (a.kind != b.kind || a.type != b.type || !a.type.is_numeric()) return false;
+  switch (a.kind) {
+    case ExprKind::kInt:
+    case ExprKind::kBool: return a.int_value == b.int_value;
+    case ExprKind::kFloat: return std::memcmp(&a.float_value, &b.float_value, sizeof(double)) == 0;
+    case ExprKind::kName: return a.resolution == Resolution::kLocal && b.resolution == Resolution::kLocal && a.index == b.index;
+    case ExprKind::kBinary: return a.bin_op == b.bin_op && SamePureValue(*a.children[0], *b.children[0]) &&
+                                   SamePureValue(*a.children[1], *b.children[1]);
+    case ExprKind::kUnary: return a.un_op == b.un_op && SamePureValue(*a.children[0], *b.children[0]);
+    case ExprKind::kSubscript: {
+      const Expr& buffer = *a.children[0];
+      const Expr& other = *b.children[0];
+      return buffer.kind == ExprKind::kName && other.kind == ExprKind::kName && buffer.type.is_buffer() &&
+             buffer.resolution == Resolution::kLocal && other.resolution == Resolution::kLocal &&
+             buffer.index == other.index && SamePureValue(*a.children[1], *b.children[1]);
+    }
+    default: return false;
+  }
+}
+
 int Lowering::EmitBinary(const Expr& expr, int target) {
   const Expr& left = *expr.children[0];
   const Expr& right = *expr.children[1];
   int l = Value(left);
-  int r = Value(right);
+  // (x[i] - m) * (x[i] - m): the value once, as the same register twice.
+  int r = SamePureValue(left, right) ? l : Value(right);
   return EmitArithmetic(expr.bin_op, l, left.type, r, right.type, expr.type, target, false);
 }
 
