@@ -672,14 +672,12 @@ class CodeGen {
   }
 
   // Python's index rules: a negative index counts from the end; outside exits.
-  // One unsigned comparison covers the usual case, an index in [0, bound); a
-  // negative one is moved up by the length and compared again. `store` checks
-  // against the store length (0 for a read-only buffer). An access its loop's
-  // guard proved needs none of it.
-  // The usual case falls through; the rest waits out of line (see Cold()).
-  // `exit` is where an index outside leaves (the current pc's exit unless
-  // IndexRegister() says otherwise); `in_place` normalizes the index in its own
-  // register, undoing that before an exit.
+  // One unsigned comparison covers the usual case, an index in [0, bound), and
+  // falls through; a negative index is moved up by the length and compared
+  // again out of line (see Cold()). `store` checks against the store length (0
+  // for a read-only buffer). An access its loop's guard proved needs none of it.
+  // An index outside leaves through the exit at `exit_pc` (default: this pc);
+  // `in_place` normalizes the index in its own register, undone before an exit.
   Int Index(int buffer, const Int& index, bool store = false, int exit_pc = -1, bool in_place = false) {
     if (!checked_[pc_]) return index;
     Int bound = store ? store_length_[buffer] : length_[buffer];

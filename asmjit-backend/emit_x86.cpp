@@ -317,8 +317,12 @@ void X86Backend::FAbs(const Float& dst, const Float& a) {
 
 void X86Backend::IntToFloat(const Float& dst, const Int& src) {
   // cvtsi2sd writes only the low lane; clearing first breaks the dependency.
+  if (avx_) {
+    cc_.vxorpd(dst, dst, dst);
+    cc_.vcvtsi2sd(dst, dst, src);
+    return;
+  }
   cc_.xorpd(dst, dst);
-  if (avx_) return void(cc_.vcvtsi2sd(dst, dst, src));
   cc_.cvtsi2sd(dst, src);
 }
 

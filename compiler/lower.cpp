@@ -720,7 +720,8 @@ static bool SamePureValue(const Expr& a, const Expr& b) {
     case ExprKind::kInt:
     case ExprKind::kBool: return a.int_value == b.int_value;
     case ExprKind::kFloat: return std::memcmp(&a.float_value, &b.float_value, sizeof(double)) == 0;
-    case ExprKind::kName: return a.resolution == Resolution::kLocal && b.resolution == Resolution::kLocal && a.index == b.index;
+    case ExprKind::kName:
+      return a.resolution == Resolution::kLocal && b.resolution == Resolution::kLocal && a.index == b.index;
     case ExprKind::kBinary: return a.bin_op == b.bin_op && SamePureValue(*a.children[0], *b.children[0]) &&
                                    SamePureValue(*a.children[1], *b.children[1]);
     case ExprKind::kUnary: return a.un_op == b.un_op && SamePureValue(*a.children[0], *b.children[0]);

@@ -292,8 +292,12 @@ def from_anywhere(k: int, n: int) -> int:
   for (int64_t n : std::vector<int64_t>{-3, 0, 1, 2, 17, 1000}) {
     ExpectSame(*compiled, "bounded", {IntValue(n)});
     ExpectSame(*compiled, "from_minus_five", {IntValue(n)});
-    for (int64_t d : std::vector<int64_t>{-7, -1, 0, 1, 3}) ExpectSame(*compiled, "from_one", {IntValue(n), IntValue(d)});
-    for (int64_t k : std::vector<int64_t>{-10, -1, 0, 5}) ExpectSame(*compiled, "from_anywhere", {IntValue(k), IntValue(n)});
+    for (int64_t d : std::vector<int64_t>{-7, -1, 0, 1, 3}) {
+      ExpectSame(*compiled, "from_one", {IntValue(n), IntValue(d)});
+    }
+    for (int64_t k : std::vector<int64_t>{-10, -1, 0, 5}) {
+      ExpectSame(*compiled, "from_anywhere", {IntValue(k), IntValue(n)});
+    }
   }
   ExpectSame(*compiled, "from_anywhere", {IntValue(INT64_MAX - 3), IntValue(INT64_MAX)});
 }
