@@ -219,12 +219,12 @@ def trusted_folder(folder):
 
 
 def builder_running(lock_path):
-    import fcntl
-
     try:
         fd = os.open(lock_path, os.O_RDONLY)
     except OSError:
         return False
+    import fcntl  # only now: a warm start without machine code should not load it
+
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return False
