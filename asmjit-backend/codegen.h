@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <set>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -395,24 +396,38 @@ class CodeGen {
   }
 
   // The base of a hoisted access as the guard sees it: its register, or the
-  // value its in-loop computation will give, computed here (an overflow leaves
-  // the loop to the interpreter, which raises where the loop would).
+  // value its in-loop computation will give, computed by EmitGuardChecks.
   Int BaseAtGuard(CountedLoop& loop, const Access& access) {
-    if (access.base_def < 0) return I(access.base);
-    Int& value = loop.base_values[access.base_def];
-    if (!value.isValid()) {
+    return access.base_def < 0 ? I(access.base) : loop.base_values.at(access.base_def);
+  }
+
+  // Entered from outside (not by its back edge): the guard, then the body.
+  void EmitGuards(CountedLoop& loop) {
+    EmitGuardChecks(loop);
+    loop.body = b_.NewLabel();
+    b_.AlignLoop();
+    b_.Bind(loop.body);
+    bodies_[loop.header] = loop.body;
+  }
+
+  // Every hoisted access must stay inside its buffer from the counter's value
+  // now to limit - 1; a failed check leaves through the current pc's exit. Then
+  // what the body relies on: the loop's data pointers, converted ints, the
+  // chunk counter. Emitted at the loop's head, and again for an on-stack entry
+  // at a loop nested in this one (see Dispatch()).
+  void EmitGuardChecks(CountedLoop& loop) {
+    // Recomputed bases: the value the loop's computation will give (an
+    // overflow leaves for the interpreter, which raises where the loop would).
+    std::set<int> computed;
+    for (const Access& access : loop.accesses) {
+      if (access.base_def < 0 || !computed.insert(access.base_def).second) continue;
       const Instr& in = fn_.code[access.base_def];
-      value = b_.NewInt();
+      Int& value = loop.base_values[access.base_def];
+      if (!value.isValid()) value = b_.NewInt();
       if (in.op == Op::ADD_I) b_.AddChecked(value, I(in.b), I(in.c), Exit());
       if (in.op == Op::SUB_I) b_.SubChecked(value, I(in.b), I(in.c), Exit());
       if (in.op == Op::MUL_I) b_.MulChecked(value, I(in.b), I(in.c), Exit());
     }
-    return value;
-  }
-
-  // Entered from outside (not by its back edge): every hoisted access must stay
-  // inside its buffer from the counter's value now to limit - 1.
-  void EmitGuards(CountedLoop& loop) {
     for (const Access& access : loop.accesses) {
       Int first = b_.NewInt(), last = b_.NewInt();
       if (access.base >= 0) {
@@ -431,21 +446,20 @@ class CodeGen {
     // register the allocator keeps in the loop, while the function-long one may
     // wait on the stack. An access buf[base + counter] gets the pointer
     // data + base * size, so that the loop adds nothing to address it.
+    // (The registers are made once; each emission of the guard sets them.)
+    std::set<std::tuple<int, int, int>> set;
     for (const Access& access : loop.accesses) {
+      if (!set.insert({access.buffer, access.base, access.base_def}).second) continue;
       if (access.base >= 0) {
         Int& local = loop.based[{access.buffer, access.base, access.base_def}];
-        if (!local.isValid()) {
-          local = b_.NewInt();
-          int shift = __builtin_ctz(InfoOf(fn_.registers[access.buffer].elem).size);
-          b_.AddScaled(local, data_[access.buffer], BaseAtGuard(loop, access), shift);
-        }
+        if (!local.isValid()) local = b_.NewInt();
+        int shift = __builtin_ctz(InfoOf(fn_.registers[access.buffer].elem).size);
+        b_.AddScaled(local, data_[access.buffer], BaseAtGuard(loop, access), shift);
         continue;
       }
       Int& local = loop.data[access.buffer];
-      if (!local.isValid()) {
-        local = b_.NewInt();
-        b_.Mov(local, data_[access.buffer]);
-      }
+      if (!local.isValid()) local = b_.NewInt();
+      b_.Mov(local, data_[access.buffer]);
     }
     for (int reg : loop.nonzero_floats) b_.BranchFloat(FloatCond::kEq, F(reg), Zero(), Exit());
     for (int reg : loop.nonzero_ints) b_.BranchIntImm(IntCond::kEq, I(reg), 0, Exit());
@@ -454,14 +468,10 @@ class CodeGen {
       if (!converted_[reg].isValid()) converted_[reg] = b_.NewFloat();
       b_.IntToFloat(converted_[reg], I(reg));
     }
-    loop.body = b_.NewLabel();
     if (!loop.accesses.empty()) {
-      loop.left = b_.NewInt();
+      if (!loop.left.isValid()) loop.left = b_.NewInt();
       ChunkStart(loop);
     }
-    b_.AlignLoop();
-    b_.Bind(loop.body);
-    bodies_[loop.header] = loop.body;
   }
 
   // A loop with hoisted accesses runs in chunks: `left` counts down the
@@ -554,9 +564,30 @@ class CodeGen {
     std::vector<int32_t> entries = {0};
     std::vector<int32_t> loops = LoopEntries(fn_);
     entries.insert(entries.end(), loops.begin(), loops.end());
-    for (int32_t pc : entries) b_.BranchIntImm(IntCond::kEq, entry_pc_, pc, labels_[pc]);
+    // An entry at a loop nested in guarded counted loops skips their heads:
+    // it runs their guards first (exiting where it entered if one fails).
+    std::vector<std::pair<int32_t, Label>> nested;
+    for (int32_t pc : entries) {
+      bool inside_guarded = false;
+      for (const auto& [header, end] : loop_end_) inside_guarded |= header < pc && pc <= end;
+      if (!inside_guarded) {
+        b_.BranchIntImm(IntCond::kEq, entry_pc_, pc, labels_[pc]);
+        continue;
+      }
+      nested.emplace_back(pc, b_.NewLabel());
+      b_.BranchIntImm(IntCond::kEq, entry_pc_, pc, nested.back().second);
+    }
     // An entry that is not one: resume the interpreter where it asked to start.
     b_.Return(entry_pc_);
+    for (const auto& [pc, label] : nested) {
+      b_.Bind(label);
+      pc_ = pc;
+      for (auto& [header, loop] : counted_loops_) {  // by header: outer loops first
+        if (header < pc && pc <= loop_end_.at(header)) EmitGuardChecks(loop);
+      }
+      b_.Jump(labels_[pc]);
+    }
+    pc_ = 0;
   }
 
   const Int& I(int reg) const { return ints_[reg]; }

@@ -374,6 +374,41 @@ def twice(xs: Buffer[int], i: int) -> int:
   }
 }
 
+// An outer loop whose guard fails runs on the interpreter, which enters the
+// machine code again at the inner loop's head: that entry must check the outer
+// loop's hoisted accesses too (xs[r] after the inner loop, one row too many).
+TEST_F(Jit, EntriesAtNestedLoopsCheckTheOuterLoopsAccesses) {
+  auto compiled = Compile(R"(
+from ppy import Buffer
+def load_rows(xs: Buffer[int], rows: int, cols: int) -> int:
+    total: int = 0
+    for r in range(rows):
+        for c in range(cols):
+            total += c
+        total += xs[r]
+    return total
+def store_rows(xs: Buffer[float], rows: int, cols: int) -> int:
+    for r in range(rows):
+        k: int = 0
+        while k < cols:
+            k += 1
+        xs[r] = 0.5 * k
+    return 0
+)");
+  for (int64_t rows : {2, 3, 4}) {
+    for (int64_t cols : {0, 1, 2, 5}) {
+      BorrowedArray xs("q", "[1, 2, 3]");
+      ExpectSame(*compiled, "load_rows", {xs.value(), IntValue(rows), IntValue(cols)});
+      BorrowedArray y1("d", "[0.0] * 3"), y2("d", "[0.0] * 3");
+      auto [interpreted, machine] =
+          BothWaysOnCopies(*compiled, "store_rows", {y1.value(), IntValue(rows), IntValue(cols)},
+                           {y2.value(), IntValue(rows), IntValue(cols)});
+      EXPECT_EQ(interpreted, machine) << rows << " " << cols;
+      EXPECT_EQ(y1.contents(), y2.contents()) << rows << " " << cols;
+    }
+  }
+}
+
 TEST_F(Jit, BufferAccessesKeepPythonsIndexRules) {
   auto compiled = Compile(R"(
 from ppy import Buffer, i8, f32
