@@ -22,30 +22,9 @@ using testing::Compile;
 using testing::FloatValue;
 using testing::IntValue;
 
-// Runs `name` on the interpreter, then compiled, and returns both outcomes.
-std::pair<std::string, std::string> BothWays(const testing::Compiled& compiled, const std::string& name,
-                                             const std::vector<Value>& args) {
-  const FunctionCode& fn = compiled.function(name);
-  JitMode mode = g_tiering.mode;
-  g_tiering.mode = JitMode::kOff;
-  std::string interpreted = testing::Call(compiled, name, args);
-  g_tiering.mode = JitMode::kHot;
-  if (fn.jit_state != JitState::kCompiled) {
-    EXPECT_TRUE(jit::CompileAndInstall(fn, "test")) << name;
-  }
-  uint64_t entries = fn.jit_entries;
-  std::string machine = testing::Call(compiled, name, args);
-  // Not merely compiled: this call ran the machine code (unless its first
-  // instruction is one the machine code leaves to the interpreter).
-  if (fn.jit_enters_at_start) {
-    EXPECT_GT(fn.jit_entries, entries) << name;
-  }
-  g_tiering.mode = mode;
-  return {interpreted, machine};
-}
-
-// For functions that write into their buffers: the interpreter runs on
-// `first`, the machine code on `second`, copies of the same inputs.
+// Runs `name` on the interpreter with `first`, then compiled with `second`
+// (copies of the same inputs, for functions that write into their buffers),
+// and returns both outcomes.
 std::pair<std::string, std::string> BothWaysOnCopies(const testing::Compiled& compiled, const std::string& name,
                                                      const std::vector<Value>& first,
                                                      const std::vector<Value>& second) {
@@ -57,9 +36,20 @@ std::pair<std::string, std::string> BothWaysOnCopies(const testing::Compiled& co
   if (fn.jit_state != JitState::kCompiled) {
     EXPECT_TRUE(jit::CompileAndInstall(fn, "test")) << name;
   }
+  uint64_t entries = fn.jit_entries;
   std::string machine = testing::Call(compiled, name, second);
+  // Not merely compiled: this call ran the machine code (unless its first
+  // instruction is one the machine code leaves to the interpreter).
+  if (fn.jit_enters_at_start) {
+    EXPECT_GT(fn.jit_entries, entries) << name;
+  }
   g_tiering.mode = mode;
   return {interpreted, machine};
+}
+
+std::pair<std::string, std::string> BothWays(const testing::Compiled& compiled, const std::string& name,
+                                             const std::vector<Value>& args) {
+  return BothWaysOnCopies(compiled, name, args, args);
 }
 
 void ExpectSame(const testing::Compiled& compiled, const std::string& name, const std::vector<Value>& args) {
@@ -437,12 +427,8 @@ def single(xs: Buffer[f32], v: float) -> float:
     auto [a, b] = BothWays(*compiled, "read", {xs.value(), IntValue(i)});
     EXPECT_EQ(a, b) << i;
     BorrowedArray w1("d", "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]"), w2("d", "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]");
-    const FunctionCode& fn = compiled->function("write");
-    g_tiering.mode = JitMode::kOff;
-    std::string interpreted = testing::Call(*compiled, "write", {w1.value(), IntValue(i)});
-    g_tiering.mode = JitMode::kHot;
-    if (fn.jit_state != JitState::kCompiled) jit::CompileAndInstall(fn, "test");
-    std::string machine = testing::Call(*compiled, "write", {w2.value(), IntValue(i)});
+    auto [interpreted, machine] =
+        BothWaysOnCopies(*compiled, "write", {w1.value(), IntValue(i)}, {w2.value(), IntValue(i)});
     EXPECT_EQ(interpreted, machine) << i;
     EXPECT_EQ(w1.contents(), w2.contents()) << i;
   }
@@ -452,11 +438,8 @@ def single(xs: Buffer[f32], v: float) -> float:
   }
   for (int64_t k : {0, 1, 3, -2}) {
     BorrowedArray h1("q", "[0] * 7"), h2("q", "[0] * 7");
-    g_tiering.mode = JitMode::kOff;
-    std::string interpreted = testing::Call(*compiled, "histogram", {h1.value(), IntValue(k)});
-    g_tiering.mode = JitMode::kHot;
-    jit::CompileAndInstall(compiled->function("histogram"), "test");
-    std::string machine = testing::Call(*compiled, "histogram", {h2.value(), IntValue(k)});
+    auto [interpreted, machine] =
+        BothWaysOnCopies(*compiled, "histogram", {h1.value(), IntValue(k)}, {h2.value(), IntValue(k)});
     EXPECT_EQ(interpreted, machine);
     EXPECT_EQ(h1.contents(), h2.contents());
   }
@@ -562,14 +545,9 @@ TEST_F(Jit, RandomLoopProgramsAgreeWithTheInterpreter) {
       int64_t a = static_cast<int64_t>(random() % 41) - 20, b = static_cast<int64_t>(random() % 41) - 20;
       double x = static_cast<double>(random() % 1000) / 37.0 - 10.0;
       BorrowedArray x1("d", "[1.5, -2.0, 3.25, 0.0, 7.0]"), x2("d", "[1.5, -2.0, 3.25, 0.0, 7.0]");
-      const FunctionCode& fn = compiled->function("kernel");
-      g_tiering.mode = JitMode::kOff;
-      std::string interpreted = testing::Call(*compiled, "kernel", {IntValue(a), IntValue(b), FloatValue(x), x1.value()});
-      g_tiering.mode = JitMode::kHot;
-      if (fn.jit_state != JitState::kCompiled) {
-        ASSERT_TRUE(jit::CompileAndInstall(fn, "test")) << source;
-      }
-      std::string machine = testing::Call(*compiled, "kernel", {IntValue(a), IntValue(b), FloatValue(x), x2.value()});
+      auto [interpreted, machine] =
+          BothWaysOnCopies(*compiled, "kernel", {IntValue(a), IntValue(b), FloatValue(x), x1.value()},
+                           {IntValue(a), IntValue(b), FloatValue(x), x2.value()});
       ASSERT_EQ(interpreted, machine) << source << "\nwith a=" << a << " b=" << b << " x=" << x;
       ASSERT_EQ(x1.contents(), x2.contents()) << source;
     }
