@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <sstream>
@@ -458,9 +459,11 @@ def single(xs: Buffer[f32], v: float) -> float:
 // ---- A property test: random typed loop programs ------------------------------------------
 
 // Writes a random function over two ints, a float and a float buffer: loops with
-// random steps and bounds, branches, integer and float arithmetic (including the
-// operations that raise), buffer reads and writes. Every name is typed from its
-// first assignment.
+// random steps and bounds (counted loops whose limits may pass the buffer's
+// end, so that guards fail and the interpreter enters inner loops), branches,
+// integer and float arithmetic (including the operations that raise), buffer
+// reads and writes with every kind of index. Every name is typed from its first
+// assignment. PPY_RANDOM_PROGRAMS=N runs N programs instead of 1,000.
 std::string RandomProgram(std::mt19937_64& random) {
   auto pick = [&](int n) { return static_cast<int>(random() % n); };
   std::vector<std::string> ints = {"a", "b", "i0"}, floats = {"x", "y"};
@@ -473,9 +476,12 @@ std::string RandomProgram(std::mt19937_64& random) {
   };
   std::function<std::string(int)> float_expr = [&](int depth) -> std::string {
     if (depth <= 0 || pick(3) == 0) {
-      switch (pick(4)) {
+      switch (pick(7)) {
         case 0: return std::to_string(pick(40) - 20) + ".5";
         case 1: return "xs[" + int_expr(0) + " % len(xs)]";
+        // Indexes as loops write them: negative ones, past the end, int(x).
+        case 2: return "xs[" + ints[pick(static_cast<int>(ints.size()))] + "]";
+        case 3: return "xs[int(" + floats[pick(static_cast<int>(floats.size()))] + ")]";
         default: return floats[pick(static_cast<int>(floats.size()))];
       }
     }
@@ -500,12 +506,24 @@ std::string RandomProgram(std::mt19937_64& random) {
       switch (pick(depth > 2 ? 4 : 7)) {
         case 0: body << pad << ints[pick(2)] << " = " << int_expr(2) << "\n"; break;
         case 1: body << pad << floats[pick(2)] << " = " << float_expr(2) << "\n"; break;
-        case 2: body << pad << "xs[" << int_expr(1) << " % len(xs)] = " << float_expr(1) << "\n"; break;
+        case 2:
+          if (pick(2) == 0) {
+            body << pad << "xs[" << int_expr(1) << " % len(xs)] = " << float_expr(1) << "\n";
+          } else {
+            body << pad << "xs[" << int_expr(0) << "] = " << float_expr(1) << "\n";
+          }
+          break;
         case 3: body << pad << floats[pick(2)] << " += " << float_expr(1) << "\n"; break;
         case 4: {
           std::string var = "i" + std::to_string(depth);
-          int start = pick(5) - 2, stop = pick(30), step = pick(4) == 0 ? -(1 + pick(3)) : 1 + pick(3);
-          body << pad << "for " << var << " in range(" << start << ", " << stop << ", " << step << "):\n";
+          if (pick(2) == 0) {
+            // A counted loop: a constant start, a limit that may pass the buffer's end.
+            static const char* kLimits[] = {"a % 9", "b % 9", "len(xs)", "len(xs) - 1", "7"};
+            body << pad << "for " << var << " in range(" << pick(3) << ", " << kLimits[pick(5)] << "):\n";
+          } else {
+            int start = pick(5) - 2, stop = pick(30), step = pick(4) == 0 ? -(1 + pick(3)) : 1 + pick(3);
+            body << pad << "for " << var << " in range(" << start << ", " << stop << ", " << step << "):\n";
+          }
           ints.push_back(var);
           statements(indent + 1, depth + 1);
           ints.pop_back();
@@ -536,7 +554,8 @@ std::string RandomProgram(std::mt19937_64& random) {
 TEST_F(Jit, RandomLoopProgramsAgreeWithTheInterpreter) {
   std::mt19937_64 random(20261129);
   int compiled_programs = 0;
-  for (int program = 0; program < 150; ++program) {
+  const int programs = std::getenv("PPY_RANDOM_PROGRAMS") ? std::atoi(std::getenv("PPY_RANDOM_PROGRAMS")) : 1000;
+  for (int program = 0; program < programs; ++program) {
     std::string source = RandomProgram(random);
     auto compiled = Compile(source);
     if (compiled->result.functions.empty() || !compiled->result.functions[0].compiled) continue;
@@ -552,7 +571,7 @@ TEST_F(Jit, RandomLoopProgramsAgreeWithTheInterpreter) {
       ASSERT_EQ(x1.contents(), x2.contents()) << source;
     }
   }
-  EXPECT_GT(compiled_programs, 100);
+  EXPECT_GT(compiled_programs, programs * 2 / 3);
 }
 
 }  // namespace
