@@ -344,7 +344,6 @@ ElemType ElemTypeOfFormat(const char* format, Py_ssize_t itemsize) {
     case 'f': return itemsize == 4 ? ElemType::kF32 : ElemType::kNone;
     case 'b': return ElemType::kI8;
     case 'B': return ElemType::kU8;
-    case 'c': return ElemType::kU8;
     case 'h': return ElemType::kI16;
     case 'H': return ElemType::kU16;
     case 'i':
@@ -565,6 +564,11 @@ PyObject* BoxValue(ValueType type, Value value) {
 }
 
 bool UnboxInt(PyObject* obj, int64_t* out) {
+  if (PyBool_Check(obj)) {  // an int local holding True would print 1
+    PyErr_SetString(PyExc_TypeError, "expected an int, got bool (ppy does not turn bools into ints implicitly; "
+                                     "convert with int())");
+    return false;
+  }
   PyObject* index = PyNumber_Index(obj);
   if (index == nullptr) return false;
   int overflow = 0;
