@@ -41,7 +41,8 @@ int64_t CheckSignals() { return PyErr_CheckSignals() != 0; }
 
 int64_t CallTypedFromJit(int64_t caller, int64_t index, int64_t args, int64_t result) {
   const FunctionCode& fn = *reinterpret_cast<const FunctionCode*>(caller);
-  return CallTyped(*fn.module->functions[index], reinterpret_cast<const Value*>(args), reinterpret_cast<Value*>(result))
+  return CallModuleFunction(*fn.module->functions[index], reinterpret_cast<const Value*>(args),
+                            reinterpret_cast<Value*>(result))
              ? 1
              : 0;
 }

@@ -142,6 +142,10 @@ struct FunctionCode {
   // whose every instruction the machine code runs (a loop that would leave it
   // on every iteration stays on the interpreter).
   mutable bool jit_enters_at_start = false;
+  // For direct calls (CallModuleFunction): the name as an interned str, and the
+  // version of the module's globals when the name last held this function.
+  mutable PyObject* name_object = nullptr;
+  mutable uint64_t globals_version = 0;
   mutable std::vector<int32_t> jit_loop_entries;
   bool IsLoopHeader(int32_t pc) const;
   bool IsJitLoopEntry(int32_t pc) const;
@@ -167,6 +171,10 @@ struct ModuleCode {
   // references, released by the owner of the ModuleCode).
   PyObject* globals = nullptr;
   PyObject* builtins = nullptr;
+  // Whether the module's own code binds its functions (its defs run): direct
+  // calls then check the callee's name (CallModuleFunction). Code run without a
+  // module (the unit tests) calls directly.
+  bool defs_bind_names = false;
 
   // While machine code is pending (JitState::kPending): where it will appear,
   // the lock its builder holds, what it must match, and when we last looked.

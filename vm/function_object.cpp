@@ -378,6 +378,7 @@ PyObject* ModuleAttach(PyObject* op, PyObject* globals) {
     PyErr_Format(PyExc_ValueError, "ppy: %s", std::string(prepared.message()).c_str());
     return nullptr;
   }
+  self->code->defs_bind_names = true;  // the module's defs run in `globals`
   Py_RETURN_NONE;
 }
 

@@ -14,7 +14,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
+#include "vm/function_object.h"
 #include "vm/math_table.h"
 #include "vm/tiering.h"
 
@@ -325,6 +327,59 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
   }
   Py_LeaveRecursiveCall();
   return ok;
+}
+
+namespace {
+
+// Calls `target`, which the name of `callee` holds instead of it, with the
+// typed arguments boxed; the result is unboxed to the callee's result type.
+bool CallRebound(PyObject* target, const FunctionCode& callee, const Value* args, Value* result) {
+  const size_t count = callee.params.size();
+  std::vector<PyObject*> boxed(count, nullptr);
+  bool ok = true;
+  for (size_t i = 0; i < count && ok; ++i) {
+    ValueType type = callee.params[i].type;
+    if (type == ValueType::kBuffer) boxed[i] = Py_NewRef(args[i].u->owner);
+    else if (type == ValueType::kObject || type == ValueType::kNone) boxed[i] = Py_NewRef(args[i].o);
+    else boxed[i] = BoxValue(type, args[i]);
+    ok = boxed[i] != nullptr;
+  }
+  PyObject* returned = ok ? PyObject_Vectorcall(target, boxed.data(), count, nullptr) : nullptr;
+  for (PyObject* box : boxed) Py_XDECREF(box);
+  if (returned == nullptr) return false;
+  switch (callee.result) {
+    case ValueType::kInt: ok = UnboxInt(returned, &result->i); break;
+    case ValueType::kFloat: ok = UnboxFloat(returned, &result->f); break;
+    case ValueType::kBool: ok = UnboxBool(returned, &result->i); break;
+    default: result->o = returned; return true;  // owned
+  }
+  Py_DECREF(returned);
+  return ok;
+}
+
+}  // namespace
+
+bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* result) {
+  PyObject* globals = callee.module->globals;
+  if (!callee.module->defs_bind_names) return CallTyped(callee, args, result);
+#if PY_VERSION_HEX < 0x030C0000
+  // The namespace is unchanged since the name last held this function.
+  const uint64_t version = reinterpret_cast<PyDictObject*>(globals)->ma_version_tag;
+  if (version == callee.globals_version) return CallTyped(callee, args, result);
+#endif
+  if (callee.name_object == nullptr) {
+    callee.name_object = PyUnicode_InternFromString(callee.name.c_str());
+    if (callee.name_object == nullptr) return false;
+  }
+  PyObject* current = LookupGlobal(callee, callee.name_object);  // borrowed
+  if (current == nullptr) return false;
+  if (Py_TYPE(current) == &FunctionType && reinterpret_cast<FunctionObject*>(current)->code == &callee) {
+#if PY_VERSION_HEX < 0x030C0000
+    callee.globals_version = version;
+#endif
+    return CallTyped(callee, args, result);
+  }
+  return CallRebound(current, callee, args, result);
 }
 
 bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
@@ -939,7 +994,7 @@ enter_jit : {
   CASE(CALL_FN) {
     const FunctionCode& callee = *fn.module->functions[in.d];
     Value returned;
-    if (!CallTyped(callee, &R(in.b), &returned)) goto error;
+    if (!CallModuleFunction(callee, &R(in.b), &returned)) goto error;
     if (KindOf(callee.result) == Kind::kObject) {
       SetObject(R(in.a), returned.o);
     } else {

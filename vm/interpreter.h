@@ -16,6 +16,14 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result);
 // counted (and timed while profiling).
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result);
 
+// A call from compiled code of the same module (CALL_FN). CPython looks the
+// callee's name up at every call: while the module's namespace binds it to this
+// very function the call is direct; otherwise (its def has not run yet, the
+// name was deleted, rebound or patched) this calls whatever the name holds,
+// builtins included, boxing the arguments and unboxing the result as a typed
+// local would (NameError if there is nothing).
+bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* result);
+
 // Whether calls are timed, for `ppy run --trace`'s summary.
 void SetProfiling(bool enabled);
 

@@ -34,9 +34,10 @@ bool FunctionCode::IsJitLoopEntry(int32_t pc) const {
 
 FunctionCode::~FunctionCode() {
   if (jit_memory != nullptr) munmap(jit_memory, jit_size);
-  if (objects.empty() || !Py_IsInitialized()) return;
+  if ((objects.empty() && name_object == nullptr) || !Py_IsInitialized()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   for (PyObject* object : objects) Py_XDECREF(object);
+  Py_XDECREF(name_object);
   PyGILState_Release(gil);
 }
 
