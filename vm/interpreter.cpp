@@ -360,11 +360,11 @@ bool CallRebound(PyObject* target, const FunctionCode& callee, const Value* args
 }  // namespace
 
 bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* result) {
-  PyObject* globals = callee.module->globals;
   if (!callee.module->defs_bind_names) return CallTyped(callee, args, result);
 #if PY_VERSION_HEX < 0x030C0000
-  // The namespace is unchanged since the name last held this function.
-  const uint64_t version = reinterpret_cast<PyDictObject*>(globals)->ma_version_tag;
+  // The namespace is unchanged since the name last held this function. (The
+  // version tag is deprecated from 3.12: there every call looks the name up.)
+  const uint64_t version = reinterpret_cast<PyDictObject*>(callee.module->globals)->ma_version_tag;
   if (version == callee.globals_version) return CallTyped(callee, args, result);
 #endif
   if (callee.name_object == nullptr) {
