@@ -917,6 +917,16 @@ class CodeGen {
     return b_.CallFloatHelper(Helpers(), HelperOffset(offsetof(JitHelpers, math1) + id * sizeof(void*)), {x});
   }
 
+  // A two-argument math function's fast path: finite arguments and a finite
+  // result; anything else exits, and CPython's math module decides.
+  void Math2(int id, int dst, const Float& x, const Float& y) {
+    RequireFinite(x);
+    RequireFinite(y);
+    Float r = b_.CallFloatHelper(Helpers(), HelperOffset(offsetof(JitHelpers, math2) + id * sizeof(void*)), {x, y});
+    RequireFinite(r);
+    b_.Mov(F(dst), r);
+  }
+
   // ---- Instructions ---------------------------------------------------------------------
 
   void Instruction(const Instr& in) {
@@ -1065,13 +1075,7 @@ class CodeGen {
         // The fast path of vm/runtime.h's PowFloat: a positive finite base, a
         // finite exponent and a finite result; anything else is CPython's.
         b_.BranchFloat(FloatCond::kNotGt, F(bb), Zero(), Exit());
-        RequireFinite(F(bb));
-        RequireFinite(F(c));
-        Float r = b_.CallFloatHelper(
-            Helpers(), HelperOffset(offsetof(JitHelpers, math2) + static_cast<int>(MathFn::POW) * sizeof(void*)),
-            {F(bb), F(c)});
-        RequireFinite(r);
-        b_.Mov(F(a), r);
+        Math2(static_cast<int>(MathFn::POW), a, F(bb), F(c));
         break;
       }
       case Op::MIN_F:
@@ -1229,15 +1233,7 @@ class CodeGen {
         b_.Mov(F(a), r);
         break;
       }
-      case Op::MATH_FF: {
-        RequireFinite(F(bb));
-        RequireFinite(F(c));
-        Float r = b_.CallFloatHelper(Helpers(), HelperOffset(offsetof(JitHelpers, math2) + d * sizeof(void*)),
-                                     {F(bb), F(c)});
-        RequireFinite(r);
-        b_.Mov(F(a), r);
-        break;
-      }
+      case Op::MATH_FF: Math2(d, a, F(bb), F(c)); break;
       case Op::MATH_FI: {
         Float r = Math1(d, F(bb));
         Int t = b_.NewInt();

@@ -289,20 +289,20 @@ void A64Backend::SetFloat(FloatCond cond, const Int& dst, const Float& a, const 
   cc_.cset(dst, FloatCondition(cond));
 }
 
-A64Backend::Int A64Backend::CallIntHelper(const Int& table, int32_t offset, std::initializer_list<Int> args) {
+template <typename Result, typename Arg, typename Reg>
+Reg A64Backend::CallHelper(const Int& table, int32_t offset, std::initializer_list<Reg> args, Reg result) {
   Int target = NewInt();
-  cc_.ldr(target, a64::ptr(table, offset));
-  Int result = NewInt();
-  InvokeHelper<int64_t, int64_t>(cc_, target, args, result);
+  LoadInt(target, table, offset);
+  InvokeHelper<Result, Arg>(cc_, target, args, result);
   return result;
 }
 
+A64Backend::Int A64Backend::CallIntHelper(const Int& table, int32_t offset, std::initializer_list<Int> args) {
+  return CallHelper<int64_t, int64_t>(table, offset, args, NewInt());
+}
+
 A64Backend::Float A64Backend::CallFloatHelper(const Int& table, int32_t offset, std::initializer_list<Float> args) {
-  Int target = NewInt();
-  cc_.ldr(target, a64::ptr(table, offset));
-  Float result = NewFloat();
-  InvokeHelper<double, double>(cc_, target, args, result);
-  return result;
+  return CallHelper<double, double>(table, offset, args, NewFloat());
 }
 
 }  // namespace ppy::jit

@@ -44,6 +44,10 @@ class A64Backend {
   // compare instruction encodes it.
   void CompareImm(const Int& a, int64_t imm);
   Int Constant(int64_t value);
+  // Calls the helper whose address is at table + offset; Result and Arg are the
+  // C types of its result and arguments.
+  template <typename Result, typename Arg, typename Reg>
+  Reg CallHelper(const Int& table, int32_t offset, std::initializer_list<Reg> args, Reg result);
 
   asmjit::a64::Compiler cc_;
   Label entry_;

@@ -137,34 +137,17 @@ int X86Backend::NewSlot() {
 void X86Backend::StoreSlot(const Int& src, int slot) { cc_.mov(slots_[slot], src); }
 void X86Backend::LoadSlot(const Int& dst, int slot) { cc_.mov(dst, slots_[slot]); }
 
-template <typename Emit>
-void X86Backend::Binary(const Int& dst, const Int& a, const Int& b, bool commutative, Emit emit) {
+template <typename Reg, typename Emit>
+void X86Backend::Binary(const Reg& dst, const Reg& a, const Reg& b, bool commutative, Emit emit) {
   if (dst.id() == b.id() && dst.id() != a.id()) {
     if (commutative) {
       emit(dst, a);
       return;
     }
-    Int t = NewInt();
-    cc_.mov(t, a);
+    Reg t = NewLike(a);
+    Mov(t, a);
     emit(t, b);
-    cc_.mov(dst, t);
-    return;
-  }
-  Mov(dst, a);
-  emit(dst, b);
-}
-
-template <typename Emit>
-void X86Backend::BinaryFloat(const Float& dst, const Float& a, const Float& b, bool commutative, Emit emit) {
-  if (dst.id() == b.id() && dst.id() != a.id()) {
-    if (commutative) {
-      emit(dst, a);
-      return;
-    }
-    Float t = NewFloat();
-    cc_.movapd(t, a);
-    emit(t, b);
-    cc_.movapd(dst, t);
+    Mov(dst, t);
     return;
   }
   Mov(dst, a);
@@ -274,19 +257,19 @@ void X86Backend::DivMod(const Int& quotient, const Int& remainder, const Int& a,
 
 void X86Backend::FAdd(const Float& dst, const Float& a, const Float& b) {
   if (avx_) return void(cc_.vaddsd(dst, a, b));
-  BinaryFloat(dst, a, b, true, [&](const Float& d, const Float& s) { cc_.addsd(d, s); });
+  Binary(dst, a, b, true, [&](const Float& d, const Float& s) { cc_.addsd(d, s); });
 }
 void X86Backend::FSub(const Float& dst, const Float& a, const Float& b) {
   if (avx_) return void(cc_.vsubsd(dst, a, b));
-  BinaryFloat(dst, a, b, false, [&](const Float& d, const Float& s) { cc_.subsd(d, s); });
+  Binary(dst, a, b, false, [&](const Float& d, const Float& s) { cc_.subsd(d, s); });
 }
 void X86Backend::FMul(const Float& dst, const Float& a, const Float& b) {
   if (avx_) return void(cc_.vmulsd(dst, a, b));
-  BinaryFloat(dst, a, b, true, [&](const Float& d, const Float& s) { cc_.mulsd(d, s); });
+  Binary(dst, a, b, true, [&](const Float& d, const Float& s) { cc_.mulsd(d, s); });
 }
 void X86Backend::FDiv(const Float& dst, const Float& a, const Float& b) {
   if (avx_) return void(cc_.vdivsd(dst, a, b));
-  BinaryFloat(dst, a, b, false, [&](const Float& d, const Float& s) { cc_.divsd(d, s); });
+  Binary(dst, a, b, false, [&](const Float& d, const Float& s) { cc_.divsd(d, s); });
 }
 void X86Backend::FSqrt(const Float& dst, const Float& a) {
   // Both forms take the upper lane from an operand; naming `a` there keeps dst's
@@ -421,20 +404,20 @@ void X86Backend::SetFloat(FloatCond cond, const Int& dst, const Float& a, const 
   cc_.mov(dst, t);
 }
 
-X86Backend::Int X86Backend::CallIntHelper(const Int& table, int32_t offset, std::initializer_list<Int> args) {
+template <typename Result, typename Arg, typename Reg>
+Reg X86Backend::CallHelper(const Int& table, int32_t offset, std::initializer_list<Reg> args, Reg result) {
   Int target = NewInt();
-  cc_.mov(target, x86::qword_ptr(table, offset));
-  Int result = NewInt();
-  InvokeHelper<int64_t, int64_t>(cc_, target, args, result);
+  LoadInt(target, table, offset);
+  InvokeHelper<Result, Arg>(cc_, target, args, result);
   return result;
 }
 
+X86Backend::Int X86Backend::CallIntHelper(const Int& table, int32_t offset, std::initializer_list<Int> args) {
+  return CallHelper<int64_t, int64_t>(table, offset, args, NewInt());
+}
+
 X86Backend::Float X86Backend::CallFloatHelper(const Int& table, int32_t offset, std::initializer_list<Float> args) {
-  Int target = NewInt();
-  cc_.mov(target, x86::qword_ptr(table, offset));
-  Float result = NewFloat();
-  InvokeHelper<double, double>(cc_, target, args, result);
-  return result;
+  return CallHelper<double, double>(table, offset, args, NewFloat());
 }
 
 }  // namespace ppy::jit

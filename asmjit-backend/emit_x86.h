@@ -40,11 +40,16 @@ class X86Backend {
   PPY_JIT_BACKEND_PRIMITIVES
 
  private:
-  // dst := a op b for a two-operand instruction, safe when dst aliases b.
-  template <typename Emit>
-  void Binary(const Int& dst, const Int& a, const Int& b, bool commutative, Emit emit);
-  template <typename Emit>
-  void BinaryFloat(const Float& dst, const Float& a, const Float& b, bool commutative, Emit emit);
+  // dst := a op b for a two-operand instruction, safe when dst aliases b; for
+  // either register kind (Reg is Int or Float).
+  template <typename Reg, typename Emit>
+  void Binary(const Reg& dst, const Reg& a, const Reg& b, bool commutative, Emit emit);
+  Int NewLike(const Int&) { return NewInt(); }
+  Float NewLike(const Float&) { return NewFloat(); }
+  // Calls the helper whose address is at table + offset; Result and Arg are the
+  // C types of its result and arguments.
+  template <typename Result, typename Arg, typename Reg>
+  Reg CallHelper(const Int& table, int32_t offset, std::initializer_list<Reg> args, Reg result);
 
   asmjit::x86::Compiler cc_;
   bool avx_;
