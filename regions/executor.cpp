@@ -28,6 +28,7 @@
 
 #include "regions/region_api.h"
 #include "regions/region_code.h"
+#include "vm/exact_scalars.h"
 
 #ifndef PPY_TORCH_VERSION
 #error "PPY_TORCH_VERSION must name the torch version the executor is built against"
@@ -261,21 +262,23 @@ bool Convert(const RegionParam& param, PyObject* object, Frame& frame) {
   }
   switch (param.scalar) {
     case ScalarType::kInt: {
-      if (!PyLong_CheckExact(object)) return false;
-      int overflow = 0;
-      long long value = PyLong_AsLongLongAndOverflow(object, &overflow);
-      if (overflow != 0) return false;
-      frame.scalars[param.slot] = at::Scalar(static_cast<int64_t>(value));
+      int64_t value;
+      if (!ExactInt64(object, &value)) return false;
+      frame.scalars[param.slot] = at::Scalar(value);
       return true;
     }
-    case ScalarType::kFloat:
-      if (!PyFloat_CheckExact(object)) return false;
-      frame.scalars[param.slot] = at::Scalar(PyFloat_AS_DOUBLE(object));
+    case ScalarType::kFloat: {
+      double value;
+      if (!ExactFloat(object, &value)) return false;
+      frame.scalars[param.slot] = at::Scalar(value);
       return true;
-    case ScalarType::kBool:
-      if (!PyBool_Check(object)) return false;
-      frame.scalars[param.slot] = at::Scalar(object == Py_True);
+    }
+    case ScalarType::kBool: {
+      bool value;
+      if (!ExactBool(object, &value)) return false;
+      frame.scalars[param.slot] = at::Scalar(value);
       return true;
+    }
   }
   return false;
 }

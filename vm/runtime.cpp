@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "vm/exact_scalars.h"
 #include "vm/math_table.h"
 
 namespace ppy {
@@ -606,22 +607,14 @@ bool UnboxBool(PyObject* obj, int64_t* out) {
 
 bool ArgumentFits(PyObject* obj, const Param& param, Value* out) {
   switch (param.type) {
-    case ValueType::kInt: {
-      if (!PyLong_CheckExact(obj)) return false;
-      int overflow = 0;
-      long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
-      if (overflow != 0) return false;
+    case ValueType::kInt: return ExactInt64(obj, &out->i);
+    case ValueType::kFloat: return ExactFloat(obj, &out->f);
+    case ValueType::kBool: {
+      bool value;
+      if (!ExactBool(obj, &value)) return false;
       out->i = value;
       return true;
     }
-    case ValueType::kFloat:
-      if (!PyFloat_CheckExact(obj)) return false;
-      out->f = PyFloat_AS_DOUBLE(obj);
-      return true;
-    case ValueType::kBool:
-      if (obj != Py_True && obj != Py_False) return false;
-      out->i = obj == Py_True;
-      return true;
     case ValueType::kNone:
     case ValueType::kObject:
       out->o = obj;
