@@ -143,6 +143,33 @@ def test_a_buffer_of_the_wrong_format_names_the_parameter(runner, tmp_path):
         result.stderr)
 
 
+def test_a_char_buffer_is_not_taken_for_bytes(runner, tmp_path):
+    # Format 'c' elements are one-byte bytes objects in Python, not ints.
+    _write(tmp_path, "first.ppy", """\
+        from ppy import Buffer, u8
+
+        def first(data: Buffer[u8]) -> int:
+            return data[0]
+        """)
+    result = runner.python("-c", "import ppy, first; first.first(memoryview(b'ab').cast('c'))", cwd=tmp_path)
+    assert "TypeError: first() argument 'data' must be Buffer[u8]" in result.stderr
+    assert "got a buffer of format 'c' (itemsize 1)" in result.stderr
+
+
+def test_a_bool_stored_into_an_int_local_is_refused(runner, tmp_path):
+    # CPython would keep True (and print it); an int local would print 1.
+    _write(tmp_path, "unbox.ppy", """\
+        def as_int(o) -> int:
+            n: int = o
+            return n
+        """)
+    result = runner.python("-c", "import ppy, unbox; print(unbox.as_int(7)); unbox.as_int(True)", cwd=tmp_path)
+    assert result.stdout == "7\n"
+    assert ("TypeError: expected an int, got bool (ppy does not turn bools into ints implicitly; "
+            "convert with int())") in result.stderr
+    assert 'unbox.ppy", line 2, in as_int' in result.stderr
+
+
 def test_import_ppy_is_cheap_and_loads_no_compiler(runner):
     result = runner.python("-c", "import sys, ppy; print('ppy._ppy' in sys.modules, 'ast' in sys.modules)")
     assert result.stdout == "False False\n"
