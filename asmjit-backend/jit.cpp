@@ -7,11 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "asmjit-backend/code_cache.h"
 #include "asmjit-backend/codegen.h"
@@ -192,9 +190,45 @@ void StopWaiting(const ModuleCode& module, JitState state) {
   }
 }
 
+// Whether a stat result is owned by this user (or root) and writable by no
+// one else: the rule of ppy._hook.private, for the folder and the file.
+bool Private(const struct stat& status) {
+  return (status.st_uid == geteuid() || status.st_uid == 0) && (status.st_mode & 022) == 0;
+}
+
+// Reads the machine-code file a builder is writing, under the cache's trust
+// rules (docs/cli.md): a private regular file in a private folder, opened
+// relative to the checked folder without following a symlink or blocking on a
+// FIFO. False if it is missing or not to be trusted.
+bool ReadTrustedFile(const std::string& path, std::string* contents) {
+  size_t slash = path.rfind('/');
+  std::string folder = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  int dir_fd = open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return false;
+  struct stat status;
+  int fd = -1;
+  if (fstat(dir_fd, &status) == 0 && Private(status)) {
+    fd = openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  }
+  close(dir_fd);
+  if (fd < 0) return false;
+  bool ok = fstat(fd, &status) == 0 && S_ISREG(status.st_mode) && Private(status);
+  contents->clear();
+  char chunk[1 << 16];
+  while (ok) {
+    ssize_t got = read(fd, chunk, sizeof chunk);
+    if (got < 0) ok = false;
+    if (got <= 0) break;
+    contents->append(chunk, static_cast<size_t>(got));
+  }
+  close(fd);
+  return ok;
+}
+
 // Whether the builder still holds the lock (it releases it with its process).
 bool BuilderRunning(const std::string& lock_path) {
-  int fd = open(lock_path.c_str(), O_RDONLY);
+  int fd = open(lock_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;
   bool locked = flock(fd, LOCK_SH | LOCK_NB) != 0;
   close(fd);
@@ -206,11 +240,9 @@ void PollPending(const FunctionCode& fn) {
   uint64_t now = NowNs();
   if (now - module.pending_polled_ns < 5'000'000) return;
   module.pending_polled_ns = now;
-  std::ifstream file(module.pending_code_path, std::ios::binary);
-  if (file.good()) {
-    std::stringstream contents;
-    contents << file.rdbuf();
-    StatusOr<int> loaded = LoadMachineCode(module, contents.str(), module.pending_version, module.pending_key);
+  std::string contents;
+  if (ReadTrustedFile(module.pending_code_path, &contents)) {
+    StatusOr<int> loaded = LoadMachineCode(module, contents, module.pending_version, module.pending_key);
     if (loaded.ok()) {
       Report(Format("jit: mapped machine code for %d functions of %s from %s (it appeared while running)", *loaded,
                     module.module_name.c_str(), module.pending_code_path.c_str()));

@@ -407,6 +407,8 @@ class Reader {
       return UnsupportedStmt(node, "a del statement");
     } else if (Is(node, "Nonlocal")) {
       return UnsupportedStmt(node, "a nonlocal declaration");
+    } else if (Is(node, "TypeAlias")) {
+      return UnsupportedStmt(node, "a type alias (type X = ...)");
     } else if (Is(node, "Match")) {
       return UnsupportedStmt(node, "a match statement");
     } else if (Is(node, "AsyncFor")) {
@@ -432,6 +434,15 @@ class Reader {
       // With decorators, CPython's lineno is the def's, which is what we want.
     }
     fn->returns = OptionalExpression(node, "returns");
+    // 3.12's type parameters (`def f[T](x: T)`): the function stays Python,
+    // which gives T its meaning. Older Pythons have no such field.
+    if (PyObject_HasAttrString(node, "type_params")) {
+      Ref type_params(Attr(node, "type_params"));
+      if (type_params && PyList_Check(type_params.get()) && PyList_GET_SIZE(type_params.get()) > 0) {
+        fn->has_type_params = true;
+        fn->type_params_loc = LocOf(PyList_GET_ITEM(type_params.get(), 0));
+      }
+    }
     Ref args(Attr(node, "args"));
     if (!args) return fn;
     Ref posonly(Attr(args.get(), "posonlyargs"));

@@ -101,6 +101,7 @@ class Extractor {
 
   RegionCode Run() {
     if (def_.is_async) Fail(def_.name_loc, "an async function");
+    if (def_.has_type_params) Fail(def_.type_params_loc, "type parameters");
     if (!def_.decorators.empty()) Fail(def_.decorators[0]->loc, "a decorated function");
     if (!def_.star_params.empty()) Fail(def_.star_loc, absl::StrCat("a ", def_.star_params, " parameter"));
     BindParams();

@@ -177,6 +177,8 @@ struct FunctionDef {
   std::vector<ExprPtr> decorators;
   std::vector<StmtPtr> body;
   bool is_async = false;
+  bool has_type_params = false;  // def f[T](...) (3.12+): generic, runs as Python
+  Loc type_params_loc;
   PyObject* doc = nullptr;  // owned; the docstring or nullptr
 
   ~FunctionDef() { Py_XDECREF(doc); }

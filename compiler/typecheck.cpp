@@ -597,6 +597,10 @@ bool FunctionChecker::FindUnsupported() {
     Fallback(def.loc, "async def");
     return true;
   }
+  if (def.has_type_params) {
+    Fallback(def.type_params_loc, "type parameters (def f[T])");
+    return true;
+  }
   if (!def.star_params.empty()) {
     Fallback(def.star_loc, absl::StrCat("a variadic parameter (", def.star_params, ")"));
     return true;

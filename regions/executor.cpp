@@ -29,6 +29,7 @@
 #include "regions/region_api.h"
 #include "regions/region_code.h"
 #include "vm/exact_scalars.h"
+#include "vm/python_compat.h"
 
 #ifndef PPY_TORCH_VERSION
 #error "PPY_TORCH_VERSION must name the torch version the executor is built against"
@@ -296,7 +297,7 @@ PyObject* Run(void* opaque, PyObject* const* args) {
   size_t failed = 0;
   if (!RunOps(frame, &failed)) {
     if (failed < code.instructions.size()) {
-      _PyTraceback_Add(code.name.c_str(), code.filename.c_str(), code.instructions[failed].line);
+      ppy::AddTracebackEntry(code.name.c_str(), code.filename.c_str(), code.instructions[failed].line);
     }
     return nullptr;
   }

@@ -1,15 +1,72 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh) and runs every test: the GoogleTest suites under
 # ctest, natively and cross-built for AArch64 under qemu, then pytest (hook,
-# cache, CLI, the differential suite in every mode, launches).
+# cache, CLI, the differential suite in every mode, launches) on every CPython
+# ppy supports that this machine has: 3.11, 3.12 and 3.13, each from a wheel
+# of its own installed into a virtual environment under build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-build_dir=$(ls -d build/cp*/ | head -n 1)
+PYTHON=${PYTHON:-python}
+base_tag=$("$PYTHON" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+build_dir=$(ls -d build/"${base_tag}"-*/ | head -n 1)
 echo "test: ctest in ${build_dir}"
 ctest --test-dir "$build_dir" --output-on-failure -j 2
 echo "test: the same unit tests built for AArch64, under qemu-aarch64"
 scripts/cross_aarch64.sh
 ctest --test-dir build/aarch64 --output-on-failure -j 2
-echo "test: pytest"
-python -m pytest -q --durations=10 tests/python
+
+# The newest installed CPython X.Y: pyenv's, else pythonX.Y on PATH.
+find_python() {
+  local version=$1 root candidate found=""
+  if command -v pyenv >/dev/null 2>&1; then
+    root=$(pyenv root)
+    for candidate in $(ls -d "$root"/versions/"$version".* 2>/dev/null | sort -V); do
+      [ -x "$candidate/bin/python$version" ] && found="$candidate/bin/python$version"
+    done
+  fi
+  if [ -z "$found" ]; then found=$(command -v "python$version" 2>/dev/null || true); fi
+  # A venv's python is no base to make another venv from.
+  if [ -n "$found" ]; then "$found" -c 'import sys; print(sys._base_executable)'; fi
+}
+
+summary=()
+status=0
+for version in 3.11 3.12 3.13; do
+  tag="cp${version/./}"
+  interpreter=$(find_python "$version")
+  if [ -z "$interpreter" ]; then
+    echo "test: CPython ${version}: skipped (not installed on this machine)"
+    summary+=("CPython ${version}: skipped (not installed)")
+    continue
+  fi
+  venv="build/venv-${tag}"
+  echo "test: CPython ${version} (${interpreter}) in ${venv}"
+  if [ ! -x "$venv/bin/python" ]; then
+    # The interpreter's own site-packages stay visible: torch, where it is
+    # installed, is a multi-GB download that each venv should not repeat.
+    "$interpreter" -m venv --system-site-packages "$venv"
+  fi
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check scikit-build-core pytest numpy
+  # The wheel, built as a user's `pip wheel .` would, then installed from it.
+  rm -rf "build/wheels/${tag}"
+  options=(-q --disable-pip-version-check --no-build-isolation --no-deps)
+  if [ "$tag" = "$base_tag" ]; then
+    # The same configuration as setup.sh's build, so this build reuses it.
+    PPY_BUILD_TESTS=ON PPY_WERROR=ON "$venv/bin/python" -m pip wheel "${options[@]}" -w "build/wheels/${tag}" .
+  else
+    PPY_WERROR=ON "$venv/bin/python" -m pip wheel "${options[@]}" -w "build/wheels/${tag}" .
+  fi
+  wheel=$(ls "build/wheels/${tag}"/ppy-*.whl)
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$wheel"
+  # pytest's summary line closes each run; a failure does not stop the others.
+  if PPY_WHEEL="$PWD/$wheel" "$venv/bin/python" -m pytest -q --durations=10 tests/python; then
+    summary+=("CPython ${version}: passed")
+  else
+    summary+=("CPython ${version}: FAILED")
+    status=1
+  fi
+done
+echo "test: pytest per interpreter"
+for line in "${summary[@]}"; do echo "  ${line}"; done
+exit "$status"

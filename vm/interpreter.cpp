@@ -18,6 +18,7 @@
 
 #include "vm/function_object.h"
 #include "vm/math_table.h"
+#include "vm/python_compat.h"
 #include "vm/tiering.h"
 
 namespace ppy {
@@ -297,7 +298,7 @@ bool TierUpAtLoop(const FunctionCode& fn) {
 
 void AddTraceback(const FunctionCode& fn, int pc) {
   int line = (pc >= 0 && pc < static_cast<int>(fn.lines.size())) ? fn.lines[pc] : fn.first_line;
-  _PyTraceback_Add(fn.name.c_str(), fn.module->filename.c_str(), line);
+  AddTracebackEntry(fn.name.c_str(), fn.module->filename.c_str(), line);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "regions/region_code.h"
 #include "vm/binding.h"
 #include "vm/function_like.h"
+#include "vm/python_compat.h"
 #include "vm/status.h"
 
 namespace ppy::regions {
@@ -47,16 +48,12 @@ void Note(const std::string& message) {
 }
 
 std::string CurrentExceptionText() {
-  PyObject *type, *value, *traceback;
-  PyErr_Fetch(&type, &value, &traceback);
-  PyErr_NormalizeException(&type, &value, &traceback);
-  std::string text = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "error";
-  PyObject* message = value ? PyObject_Str(value) : nullptr;
+  PyObject* exception = TakeRaisedException();
+  std::string text = exception ? Py_TYPE(exception)->tp_name : "error";
+  PyObject* message = exception ? PyObject_Str(exception) : nullptr;
   if (message != nullptr && PyUnicode_Check(message)) text += std::string(": ") + PyUnicode_AsUTF8(message);
   Py_XDECREF(message);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(traceback);
+  Py_XDECREF(exception);
   PyErr_Clear();
   return text;
 }

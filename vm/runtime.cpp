@@ -10,6 +10,7 @@
 
 #include "vm/exact_scalars.h"
 #include "vm/math_table.h"
+#include "vm/python_compat.h"
 
 namespace ppy {
 
@@ -397,16 +398,13 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
   }
   if (status < 0) {
     // The exporter's reason (not contiguous, ...) becomes a TypeError naming the parameter.
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyObject* reason = value ? PyObject_Str(value) : nullptr;
+    PyObject* exporter_error = TakeRaisedException();
+    PyObject* reason = exporter_error ? PyObject_Str(exporter_error) : nullptr;
     PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be a C-contiguous one-dimensional %s: %s",
                  fn.name.c_str(), param.name.c_str(), AnnotationOf(param.elem).c_str(),
                  reason ? PyUnicode_AsUTF8(reason) : "no buffer");
     Py_XDECREF(reason);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(traceback);
+    Py_XDECREF(exporter_error);
     raw->obj = nullptr;
     return false;
   }
@@ -540,14 +538,13 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
 void MarkTorchTensorWritten(PyObject* tensor) {
   // What an in-place op does: bump the version counter, so that autograd
   // notices a tensor it saved was changed.
-  PyObject *type, *value, *traceback;
-  PyErr_Fetch(&type, &value, &traceback);
+  PyObject* pending = TakeRaisedException();
   PyObject* graph = PyImport_ImportModule("torch.autograd.graph");
   PyObject* result = graph ? PyObject_CallMethod(graph, "increment_version", "O", tensor) : nullptr;
   Py_XDECREF(result);
   Py_XDECREF(graph);
   PyErr_Clear();
-  PyErr_Restore(type, value, traceback);
+  RestoreRaisedException(pending);
 }
 
 // ---- Boxing ---------------------------------------------------------------------------------

@@ -77,40 +77,77 @@ def _key(source_digest, dependencies):
     return _digest("\n".join(parts).encode())
 
 
-class _Lock:
-    """An exclusive flock on `<entry>.lock`, released by close or by process death."""
+class LockTimeout(OSError):
+    pass
 
-    def __init__(self, path):
+
+def _lock_timeout():
+    try:
+        return float(os.environ.get("PPY_LOCK_TIMEOUT", "60"))
+    except ValueError:
+        return 60.0
+
+
+class _Lock:
+    """An exclusive flock on `<entry>.lock` in the trusted folder `dir_fd`,
+    released by close or by process death. The file is private (0600): no other
+    user can open it to hold the lock. Waiting gives up after PPY_LOCK_TIMEOUT
+    seconds (LockTimeout), so a stuck holder costs a build in memory, never a
+    hang."""
+
+    def __init__(self, dir_fd, name):
         import fcntl
 
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._fd = _hook.open_trusted_file(name, dir_fd, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + _lock_timeout()
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(self._fd)
+                    raise LockTimeout(f"gave up waiting for {name} after {_lock_timeout():g} s") from None
+                time.sleep(0.02)
+            except BaseException:
+                os.close(self._fd)
+                raise
 
     def release(self):
         os.close(self._fd)
 
 
-def _publish(entry_path, data):
-    """Writes `data` to `entry_path` atomically: a reader sees all of it or none."""
-    temporary = f"{entry_path}.{os.getpid()}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def _publish(dir_fd, name, data):
+    """Writes `data` to `name` in the trusted folder `dir_fd` atomically: a reader
+    sees all of it or none. The temporary file is created new (O_EXCL, never
+    through a symlink planted under its name) and renamed over the entry."""
+    temporary = f"{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                 dir_fd=dir_fd)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-    finally:
-        os.close(fd)
-    os.replace(temporary, entry_path)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        finally:
+            os.close(fd)
+        os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(temporary, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
 
 
-def _log_build(cache_dir, module_name, source_path, reason):
+def _log_build(dir_fd, module_name, source_path, reason):
     line = (
         f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} rank={os.environ.get('RANK', '-')} "
         f"module={module_name} source={source_path} reason={reason.replace(' ', '-')}\n"
     )
     try:
-        fd = os.open(os.path.join(cache_dir, "build.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = _hook.open_trusted_file("build.log", dir_fd, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             os.write(fd, line.encode())
         finally:
@@ -119,7 +156,38 @@ def _log_build(cache_dir, module_name, source_path, reason):
         pass
 
 
+def _open_cache_folder(cache_dir):
+    """(descriptor of the cache folder or None, why not): creates the folder
+    (0755: a folder others can write is one ppy will not use) and checks it."""
+    try:
+        os.makedirs(cache_dir, mode=0o755, exist_ok=True)
+    except OSError:
+        return None, "unwritable"
+    dir_fd = _hook.open_trusted_folder(cache_dir)
+    if dir_fd is None:
+        return None, "shared"
+    if not os.access(cache_dir, os.W_OK):
+        os.close(dir_fd)
+        return None, "unwritable"
+    return dir_fd, None
+
+
 _memory_notes = set()
+
+
+def _note_memory(cache_dir, why):
+    """One note per folder and process: why this build stays in memory."""
+    if cache_dir in _memory_notes:
+        return
+    _memory_notes.add(cache_dir)
+    if why == "shared":
+        _notes.note(f"the cache folder {cache_dir} is shared (not owned by you, or writable by others): "
+                    "nothing is loaded from it or written to it; building in memory")
+    elif why == "unwritable":
+        _notes.note(f"the cache folder {cache_dir} is not writable; building in memory")
+    else:
+        _notes.note(f"{why}; building in memory")
+
 
 
 def build_machine_code(loaded, module_name):
@@ -132,22 +200,28 @@ def build_machine_code(loaded, module_name):
     path = _hook.machine_code_path_for(loaded.path)
     namespace = {"__name__": module_name, "__builtins__": __builtins__}
     loaded.compiled.attach(namespace)
-    existing = _hook.read_entry(path)
+    existing = _hook.read_trusted(path)
     if existing is not None:
         try:
             _ppy.jit_load(loaded.compiled, existing, _hook.version(), loaded.key)
             return False, time.perf_counter() - started
         except _ppy.EntryError:
             pass
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    lock = _Lock(path + ".lock")
+    folder, name = os.path.split(path)
+    dir_fd, why = _open_cache_folder(folder)
+    if dir_fd is None:
+        raise OSError(f"the cache folder {folder} is {'shared' if why == 'shared' else 'not writable'}: "
+                      "machine code is not written to it")
     try:
-        data = _ppy.jit_build(loaded.compiled, _hook.version(), loaded.key)
-        _publish(path, data)
-        _log_build(folder, module_name, path, "warm")
+        lock = _Lock(dir_fd, name + ".lock")
+        try:
+            data = _ppy.jit_build(loaded.compiled, _hook.version(), loaded.key)
+            _publish(dir_fd, name, data)
+            _log_build(dir_fd, module_name, path, "warm")
+        finally:
+            lock.release()
     finally:
-        lock.release()
+        os.close(dir_fd)
     return True, time.perf_counter() - started
 
 
@@ -157,16 +231,22 @@ def build(source_path, module_name, finder, source, source_digest, entry_path, r
 
     if reason == _hook.CORRUPT:
         _notes.warn(f"the cache entry {entry_path} is corrupt; rebuilding it")
-    cache_dir = os.path.dirname(entry_path)
-    try:
-        os.makedirs(cache_dir, exist_ok=True)
-        lock = _Lock(entry_path + ".lock")
-    except OSError:
-        lock = None
+    cache_dir, name = os.path.split(entry_path)
+    dir_fd, why = _open_cache_folder(cache_dir)
+    lock = None
+    if dir_fd is not None:
+        try:
+            lock = _Lock(dir_fd, name + ".lock")
+        except LockTimeout as error:
+            why = f"{error} (held by another process)"
+        except OSError:
+            why = "unwritable"
+    if why == "shared":
+        reason = _hook.SHARED_FOLDER
     try:
         if lock is not None:
             # Another process may have built it while this one waited.
-            compiled, metadata, again = _hook.check_entry(_hook.read_entry(entry_path), source_digest, torch)
+            compiled, metadata, again = _hook.check_entry(_hook.read_trusted(entry_path), source_digest, torch)
             if again == _hook.HIT:
                 return _hook.Loaded(compiled, metadata, "waited", reason, time.perf_counter() - started, entry_path)
         from ppy import _build
@@ -180,16 +260,17 @@ def build(source_path, module_name, finder, source, source_digest, entry_path, r
         outcome = "built"
         if lock is not None:
             try:
-                _publish(entry_path, data)
-                _log_build(cache_dir, module_name, source_path, reason)
+                _publish(dir_fd, name, data)
+                _log_build(dir_fd, module_name, source_path, reason)
             except OSError:
-                outcome = "memory"
+                outcome, why = "memory", "unwritable"
         else:
             outcome = "memory"
-        if outcome == "memory" and cache_dir not in _memory_notes:
-            _memory_notes.add(cache_dir)
-            _notes.note(f"the cache folder {cache_dir} is not writable; building in memory")
+        if outcome == "memory":
+            _note_memory(cache_dir, why)
         return _hook.Loaded(compiled, metadata, outcome, reason, time.perf_counter() - started, entry_path)
     finally:
         if lock is not None:
             lock.release()
+        if dir_fd is not None:
+            os.close(dir_fd)

@@ -10,6 +10,7 @@ as it would for any import.
 import importlib.machinery
 import marshal
 import os
+import stat
 import sys
 import time
 
@@ -145,6 +146,7 @@ IMPORT_CHANGED = "imported module changed"
 VERSION_CHANGED = "version changed"
 CORRUPT = "corrupt entry"
 TORCH_CHANGED = "torch version changed"
+SHARED_FOLDER = "shared cache folder"
 
 NO_EXECUTOR = "none"  # the torch key when ppy was built without the region executor
 
@@ -208,19 +210,87 @@ def machine_code_path_for(entry_path):
     return f"{entry_path[:-len('.ppyc')]}.{_ppy.JIT_TARGET}.ppyjit"
 
 
-def trusted_folder(folder):
-    """Machine code is mapped only from a folder owned by this user that no one
-    else can write to, as ssh treats its keys."""
+# ---- Trust -------------------------------------------------------------------------------
+# A cache entry is code (the module's marshalled code, machine code), so ppy
+# loads one only from where no one but this user could have put it, as ssh
+# treats its keys: the folder and the file owned by this user (or root) and
+# writable by no one else, the file a regular file opened without following a
+# symlink. Every check is made on an open descriptor and the file is opened
+# relative to the checked folder's, so nothing can be swapped in between. A
+# folder that fails is used for nothing: ppy builds in memory (ppy._cache).
+
+
+def private(status):
+    """Whether a stat result is owned by this user (or root) and writable by no one else."""
+    return status.st_uid in (os.geteuid(), 0) and not status.st_mode & 0o022
+
+
+def open_trusted_folder(folder):
+    """A descriptor of the cache folder `folder` if it may be used, else None."""
     try:
-        status = os.stat(folder)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
+        return None
+    try:
+        if private(os.fstat(fd)):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def trusted_folder(folder):
+    fd = open_trusted_folder(folder)
+    if fd is None:
         return False
-    return status.st_uid == os.getuid() and not status.st_mode & 0o022
+    os.close(fd)
+    return True
+
+
+def open_trusted_file(name, dir_fd, flags=os.O_RDONLY, mode=0o644):
+    """Opens `name` in the trusted folder `dir_fd` as a private regular file,
+    never through a symlink and never blocking on a FIFO; OSError otherwise."""
+    fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode, dir_fd=dir_fd)
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode) or not private(status):
+            raise PermissionError(f"{name}: not a private regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_trusted(path):
+    """The bytes of the cache file `path`, or None if it is missing or is not to
+    be trusted (see above)."""
+    folder, name = os.path.split(path)
+    dir_fd = open_trusted_folder(folder)
+    if dir_fd is None:
+        return None
+    try:
+        fd = open_trusted_file(name, dir_fd)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def builder_running(lock_path):
     try:
-        fd = os.open(lock_path, os.O_RDONLY)
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return False
     import fcntl  # only now: a warm start without machine code should not load it
@@ -234,27 +304,17 @@ def builder_running(lock_path):
         os.close(fd)
 
 
-_untrusted_notes = set()
-
-
 def map_machine_code(loaded):
     """Maps the module's machine code from the cache, if `ppy build --warm` made
     it; if it is being made right now, the functions run on the interpreter and
     switch when it appears. Otherwise hot functions compile in this process."""
     from ppy import _ppy
 
-    if _ppy.jit_mode() == "off" or not loaded.key:
+    if _ppy.jit_mode() == "off" or not loaded.key or loaded.outcome == "memory":
         return
     path = machine_code_path_for(loaded.path)
-    folder = os.path.dirname(path)
-    if not trusted_folder(folder):
-        if folder not in _untrusted_notes and os.path.isdir(folder):
-            _untrusted_notes.add(folder)
-            _notes.note(f"the cache folder {folder} is shared (not owned by you, or writable by others): "
-                        "machine code is compiled in memory, never mapped from it")
-        return
     started = time.perf_counter()
-    data = read_entry(path)
+    data = read_trusted(path)
     if data is not None:
         try:
             count = _ppy.jit_load(loaded.compiled, data, version(), loaded.key)
@@ -266,14 +326,6 @@ def map_machine_code(loaded):
     elif builder_running(path + ".lock"):
         _ppy.jit_wait(loaded.compiled, path, path + ".lock", version(), loaded.key)
         _trace.event(f"jit: machine code for {os.path.basename(path)} is being built; interpreting until it appears")
-
-
-def read_entry(entry_path):
-    try:
-        with open(entry_path, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
 
 
 def torch_key(source):
@@ -322,7 +374,7 @@ def load(source_path, module_name, finder):
     source_digest = digest(source)
     entry_path = entry_path_for(source_path)
     torch = torch_key(source)
-    compiled, metadata, reason = check_entry(read_entry(entry_path), source_digest, torch)
+    compiled, metadata, reason = check_entry(read_trusted(entry_path), source_digest, torch)
     if reason == HIT:
         return Loaded(compiled, metadata, "hit", HIT, time.perf_counter() - started, entry_path)
     from ppy import _cache

@@ -136,7 +136,12 @@ def _command_build(args):
         if args.warm:
             from ppy import _cache
 
-            built, seconds = _cache.build_machine_code(loaded, _module_name(path))
+            try:
+                built, seconds = _cache.build_machine_code(loaded, _module_name(path))
+            except OSError as error:
+                print(f"ppy build: {path}: {error}", file=sys.stderr)
+                failed = True
+                continue
             if args.verbose:
                 state = f"compiled in {seconds * 1000:.1f} ms" if built else "up to date"
                 print(f"{path}: machine code {state}")
@@ -198,18 +203,44 @@ def _command_dis(args):
     return 0
 
 
-def _command_clean(args):
-    import shutil
+# What ppy writes into a cache folder: entries, machine code, their locks and
+# temporary files, the build log.
+_CACHE_FILE_SUFFIXES = (".ppyc", ".ppyjit", ".lock", ".tmp")
 
+
+def _clean_folder(folder):
+    """Removes ppy's files from `folder`, then the folder if that left it empty.
+    A symlinked folder loses the link only; other files are kept."""
+    if os.path.islink(folder):
+        os.unlink(folder)
+        return
+    for name in os.listdir(folder):
+        if name.endswith(_CACHE_FILE_SUFFIXES) or name == "build.log":
+            os.unlink(os.path.join(folder, name))
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass  # not empty: someone else's files, or PPY_CACHE_DIR's own
+
+
+def _command_clean(args):
+    failed = False
+    folders = []
     for path in args.paths or ["."]:
         for directory, subdirectories, _ in os.walk(path):
             if ".ppy-cache" in subdirectories:
-                shutil.rmtree(os.path.join(directory, ".ppy-cache"))
+                folders.append(os.path.join(directory, ".ppy-cache"))
             subdirectories[:] = [d for d in subdirectories if d != ".ppy-cache" and not d.startswith(".")]
     configured = os.environ.get("PPY_CACHE_DIR")
     if configured and os.path.isdir(configured):
-        shutil.rmtree(configured)
-    return 0
+        folders.append(configured)
+    for folder in folders:
+        try:
+            _clean_folder(folder)
+        except OSError as error:
+            print(f"ppy clean: {folder}: {error.strerror or error}", file=sys.stderr)
+            failed = True
+    return 1 if failed else 0
 
 
 def _parser():

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import communicate, spawn
+
 KERNEL = """\
 from ppy import Buffer
 
@@ -38,16 +40,16 @@ def _builds(runner):
 
 
 def _entry(runner):
-    return runner.cache_dir / "kernel.cpython-311.ppyc"
+    return runner.cache_dir / f"kernel.{sys.implementation.cache_tag}.ppyc"
 
 
 def test_eight_processes_on_a_cold_cache_build_once(runner, project):
     processes = [
-        subprocess.Popen([sys.executable, "-c", PROBE], cwd=project, env=runner.env(), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        spawn([sys.executable, "-c", PROBE], cwd=project, env=runner.env(), stdout=subprocess.PIPE,
+              stderr=subprocess.PIPE, text=True)
         for _ in range(8)
     ]
-    outputs = [process.communicate(timeout=120) for process in processes]
+    outputs = [communicate(process, 120) for process in processes]
     assert [process.returncode for process in processes] == [0] * 8, outputs
     assert {out for out, _ in outputs} == {"3.5 vm\n"}
     assert len(_builds(runner)) == 1
@@ -67,7 +69,7 @@ def test_a_builder_killed_mid_build_leaves_no_partial_entry(runner, project):
         b.build = slow
         import kernel
     """)
-    builder = subprocess.Popen([sys.executable, "-c", slow_build], cwd=project, env=runner.env())
+    builder = spawn([sys.executable, "-c", slow_build], cwd=project, env=runner.env())
     deadline = time.time() + 60
     while not (project / "building").exists() and time.time() < deadline:
         time.sleep(0.05)

@@ -1,7 +1,10 @@
 """`import ppy` and the two loaders, on the seed's features.ppy."""
 
+import sys
 import textwrap
 from pathlib import Path
+
+from conftest import communicate, spawn
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "31_torchrun"
@@ -43,7 +46,7 @@ def test_the_second_import_is_served_from_the_cache(runner):
     runner.python("-c", "import ppy, features", cwd=EXAMPLE)
     assert (runner.cache_dir / "build.log").read_text() == log
     entries = sorted(p.name for p in runner.cache_dir.iterdir() if p.suffix == ".ppyc")
-    assert entries == ["features.cpython-311.ppyc"]
+    assert entries == [f"features.{sys.implementation.cache_tag}.ppyc"]
 
 
 def _write(tmp_path, name, text):
@@ -194,14 +197,16 @@ def test_ctrl_c_interrupts_a_long_native_loop(runner, tmp_path):
                 k += 1
         """)
     for call in ("spin.spin(10**15)", "spin.wait()"):
-        process = subprocess.Popen(
+        # spawn gives the child SIGINT's default disposition, so its Python
+        # installs the KeyboardInterrupt handler whatever this run inherited.
+        process = spawn(
             [sys.executable, "-c", f"import ppy, spin; print('ready', flush=True); {call}"], cwd=tmp_path,
             env=runner.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert process.stdout.readline() == "ready\n"
         time.sleep(0.3)
         process.send_signal(signal.SIGINT)
         started = time.monotonic()
-        _, stderr = process.communicate(timeout=10)
+        _, stderr = communicate(process, 10)
         assert time.monotonic() - started < 2.0
         # CPython ends an unhandled KeyboardInterrupt by dying of SIGINT.
         assert process.returncode == -signal.SIGINT

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Runner
+from conftest import Runner, kill_group, spawn
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "31_torchrun"
@@ -223,7 +223,7 @@ def test_two_nodes_build_once_each_then_never(tmp_path):
     def launch():
         port = _free_port()
         agents = [
-            subprocess.Popen(
+            spawn(
                 [*TORCHRUN, "--nnodes=2", "--nproc_per_node=2", "--rdzv_backend=c10d",
                  f"--rdzv_endpoint=localhost:{port}", f"--rdzv_id=ppy-{port}", f"--node_rank={node}", "train.py"],
                 cwd=folder, env=runner.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -234,8 +234,7 @@ def test_two_nodes_build_once_each_then_never(tmp_path):
         finally:
             for agent in agents:
                 if agent.poll() is None:
-                    agent.kill()
-                    agent.wait()
+                    kill_group(agent)
         runs = [Run(subprocess.CompletedProcess(agent.args, agent.returncode, stdout, stderr))
                 for agent, stdout, stderr in results]
         # c10d hands out the ranks in rendezvous order: two per node, four in all.

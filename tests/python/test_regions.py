@@ -181,8 +181,10 @@ def test_seed_model_prints_the_same_loss_both_ways(runner):
     native = runner.ppy("run", "model.ppy", cwd=folder)
     assert python.returncode == 0, python.stderr
     assert native.returncode == 0, native.stderr
-    assert python.stdout == "# aten region: False\nloss=4.584410\n"
-    assert native.stdout == "# aten region: True\nloss=4.584410\n"
+    # The digits are torch's on this CPU (its kernels differ between machines):
+    # the reference is plain Python's, which ppy must match exactly.
+    assert python.stdout.startswith("# aten region: False\nloss=")
+    assert native.stdout == python.stdout.replace("# aten region: False", "# aten region: True")
 
 
 TRAIN = textwrap.dedent("""

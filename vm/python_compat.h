@@ -1,0 +1,65 @@
+// What differs between the CPythons ppy supports (3.11, 3.12, 3.13), in one
+// place, through public API only.
+//
+// Header-only, so that the region executor (its own extension, which does not
+// link the VM) shares it.
+#pragma once
+
+#include <Python.h>
+#include <frameobject.h>  // PyFrame_New: not in Python.h
+
+namespace ppy {
+
+// The exception being raised, taken out of the thread state (null if none):
+// one object from 3.12 on, normalized from the (type, value, traceback)
+// triple before.
+inline PyObject* TakeRaisedException() {
+#if PY_VERSION_HEX >= 0x030C0000
+  return PyErr_GetRaisedException();
+#else
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  if (type == nullptr) return nullptr;
+  PyErr_NormalizeException(&type, &value, &traceback);
+  if (traceback != nullptr && value != nullptr) PyException_SetTraceback(value, traceback);
+  Py_XDECREF(type);
+  Py_XDECREF(traceback);
+  return value;
+#endif
+}
+
+// Raises `exception` again (steals it; null raises nothing).
+inline void RestoreRaisedException(PyObject* exception) {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyErr_SetRaisedException(exception);
+#else
+  if (exception == nullptr) return;
+  PyObject* type = Py_NewRef(reinterpret_cast<PyObject*>(Py_TYPE(exception)));
+  PyErr_Restore(type, exception, PyException_GetTraceback(exception));
+#endif
+}
+
+// Adds a traceback entry `filename:line, in funcname` to the exception being
+// raised, so that tracebacks show the .ppy line a native frame failed at.
+// What CPython's private _PyTraceback_Add does (3.13 no longer declares it):
+// a frame of an empty code object whose first line is `line`, which is the
+// line a frame that has not started reports.
+inline void AddTracebackEntry(const char* funcname, const char* filename, int line) {
+  PyObject* exception = TakeRaisedException();
+  PyObject* globals = PyDict_New();
+  PyCodeObject* code = globals ? PyCode_NewEmpty(filename, funcname, line) : nullptr;
+  PyFrameObject* frame = code ? PyFrame_New(PyThreadState_Get(), code, globals, nullptr) : nullptr;
+  Py_XDECREF(code);
+  Py_XDECREF(globals);
+  if (frame == nullptr) {
+    // Out of memory: keep the original exception rather than the new one.
+    PyErr_Clear();
+    RestoreRaisedException(exception);
+    return;
+  }
+  RestoreRaisedException(exception);
+  PyTraceBack_Here(frame);
+  Py_DECREF(frame);
+}
+
+}  // namespace ppy
