@@ -109,7 +109,18 @@ std::string Target() {
 #endif
 }
 
+// asmjit's register allocation takes time that grows faster than linearly with
+// a function's size (a 50,000-line function took 30 s, with the GIL held), so a
+// function longer than this stays on the interpreter, whose cost is linear.
+// Generated code reaches it; kernels written by hand are far below it.
+constexpr size_t kMaxJitInstructions = 16384;
+
 bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::string* error) {
+  if (fn.code.size() > kMaxJitInstructions) {
+    *error = Format("too large for machine code (%zu instructions; the limit is %zu)", fn.code.size(),
+                    kMaxJitInstructions);
+    return false;
+  }
   asmjit::Environment environment = asmjit::Environment::host();
   asmjit::CodeHolder code;
   code.init(environment);

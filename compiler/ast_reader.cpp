@@ -508,6 +508,20 @@ PyObject* ParseSource(std::string_view source, std::string_view filename) {
   if (text != nullptr && name != nullptr) {
     tree = PyObject_CallMethod(ast, "parse", "OO", text, name);
   }
+  if (tree != nullptr) {
+    // The parser accepts what CPython's compiler then rejects (`break` outside
+    // a loop, a duplicate argument, `return` outside a function, a parameter
+    // declared nonlocal, ...). Compiling the source as CPython would raises its
+    // SyntaxError with its message and location, so ppy refuses exactly what
+    // CPython refuses, and the rest of the compiler never sees such a tree.
+    // The text is already decoded: a coding cookie must not decode it again.
+    PyCompilerFlags flags = _PyCompilerFlags_INIT;
+    flags.cf_flags = PyCF_IGNORE_COOKIE;
+    const char* utf8 = PyUnicode_AsUTF8(text);
+    PyObject* code = utf8 ? Py_CompileStringObject(utf8, name, Py_file_input, &flags, -1) : nullptr;
+    if (code == nullptr) Py_CLEAR(tree);
+    Py_XDECREF(code);
+  }
   Py_XDECREF(text);
   Py_XDECREF(name);
   Py_DECREF(ast);

@@ -1099,8 +1099,14 @@ void Lowering::Statement(const Stmt& stmt) {
     case StmtKind::kAugAssign: AugAssign(stmt); break;
     case StmtKind::kReturn: Return(stmt); break;
     case StmtKind::kPass: break;
-    case StmtKind::kBreak: EmitJump(Op::JMP, 0, 0, 0, loops_.back().break_label); break;
-    case StmtKind::kContinue: EmitJump(Op::JMP, 0, 0, 0, loops_.back().continue_label); break;
+    // ParseSource refuses break and continue outside a loop, as CPython does;
+    // a tree that has them anyway emits nothing rather than reading past loops_.
+    case StmtKind::kBreak:
+      if (!loops_.empty()) EmitJump(Op::JMP, 0, 0, 0, loops_.back().break_label);
+      break;
+    case StmtKind::kContinue:
+      if (!loops_.empty()) EmitJump(Op::JMP, 0, 0, 0, loops_.back().continue_label);
+      break;
     case StmtKind::kIf: {
       Label* orelse = NewLabel();
       Label* done = NewLabel();

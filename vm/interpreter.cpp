@@ -9,6 +9,7 @@
 #include "vm/interpreter.h"
 
 #include <alloca.h>
+#include <pthread.h>
 
 #include <time.h>
 
@@ -315,8 +316,47 @@ uint64_t Now() {
 
 void SetProfiling(bool enabled) { g_profiling = enabled; }
 
+namespace {
+
+// A compiled frame lives on the C stack (its registers are alloca'd), and a
+// raised recursion limit, or a thread with a small stack, would let typed
+// recursion run the stack out before the limit is reached. So each call also
+// checks the stack itself: below this thread's limit it raises RecursionError.
+// The margin leaves room for the C API calls a frame makes (formatting an
+// error, calling Python code, which checks its own depth).
+constexpr uintptr_t kStackMargin = 256 * 1024;
+
+thread_local uintptr_t t_stack_limit = 0;
+
+[[gnu::cold, gnu::noinline]] uintptr_t ComputeStackLimit() {
+  uintptr_t limit = 1;  // unknown: never trips
+  pthread_attr_t attributes;
+  if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
+    void* low = nullptr;
+    size_t size = 0;
+    if (pthread_attr_getstack(&attributes, &low, &size) == 0 && size > 2 * kStackMargin) {
+      limit = reinterpret_cast<uintptr_t>(low) + kStackMargin;
+    }
+    pthread_attr_destroy(&attributes);
+  }
+  t_stack_limit = limit;
+  return limit;
+}
+
+inline bool StackExhausted() {
+  uintptr_t limit = t_stack_limit;
+  if (__builtin_expect(limit == 0, 0)) limit = ComputeStackLimit();
+  return reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) < limit;
+}
+
+}  // namespace
+
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
-  if (Py_EnterRecursiveCall("")) return false;  // CPython's message for Python calls
+  if (__builtin_expect(StackExhausted(), 0)) {
+    PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded (the C stack is nearly full)");
+    return false;
+  }
+  if (!EnterCompiledFrame()) return false;
   ++fn.calls;
   bool ok;
   if (__builtin_expect(g_profiling, 0)) {
@@ -326,7 +366,7 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
   } else {
     ok = Execute(fn, args, result);
   }
-  Py_LeaveRecursiveCall();
+  LeaveCompiledFrame();
   return ok;
 }
 
@@ -650,7 +690,7 @@ enter_jit : {
   CASE(MOD_F) {
     double y = R(in.c).f;
     if (y == 0.0) {
-      RaiseZeroDivision("float modulo");
+      RaiseZeroDivision(kFloatModuloByZero);
       goto error;
     }
     R(in.a).f = ModFloat(R(in.b).f, y);

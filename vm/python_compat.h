@@ -39,6 +39,45 @@ inline void RestoreRaisedException(PyObject* exception) {
 #endif
 }
 
+// ZeroDivisionError's message for float `%` (3.13 added "by zero").
+#if PY_VERSION_HEX >= 0x030D0000
+inline constexpr const char kFloatModuloByZero[] = "float modulo by zero";
+#else
+inline constexpr const char kFloatModuloByZero[] = "float modulo";
+#endif
+
+// A call of a compiled function counts against the recursion limit as a call
+// of the Python function would. Up to 3.11 one counter served Python and C
+// calls (Py_EnterRecursiveCall); from 3.12 Python frames have their own,
+// sys.getrecursionlimit()'s, and Py_EnterRecursiveCall guards only the C stack
+// with a fixed limit. A compiled frame is both: it takes one of each, so deep
+// typed recursion raises RecursionError where Python's would, and never runs
+// the C stack out first. False with RecursionError set.
+inline bool EnterCompiledFrame() {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyThreadState* thread = PyThreadState_Get();
+  if (thread->py_recursion_remaining <= 0) {
+    PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+    return false;
+  }
+  --thread->py_recursion_remaining;
+  if (Py_EnterRecursiveCall("")) {
+    ++thread->py_recursion_remaining;
+    return false;
+  }
+  return true;
+#else
+  return Py_EnterRecursiveCall("") == 0;
+#endif
+}
+
+inline void LeaveCompiledFrame() {
+  Py_LeaveRecursiveCall();
+#if PY_VERSION_HEX >= 0x030C0000
+  ++PyThreadState_Get()->py_recursion_remaining;
+#endif
+}
+
 // Adds a traceback entry `filename:line, in funcname` to the exception being
 // raised, so that tracebacks show the .ppy line a native frame failed at.
 // What CPython's private _PyTraceback_Add does (3.13 no longer declares it):

@@ -128,7 +128,7 @@ def pytest_sessionfinish(session, exitstatus):
             pass
     if left:
         names = ", ".join(f"{pid} ({name})" for pid, _, name in left)
-        session.config.get_terminal_writer().line(f"conftest: processes left behind by the tests: {names}", red=True)
+        session.config.get_terminal_writer().line(f"\nconftest: processes left behind by the tests: {names}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -3,6 +3,8 @@
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "31_torchrun"
 
@@ -26,6 +28,43 @@ def test_check_reports_a_syntax_error_with_a_caret(runner, tmp_path):
         f"{path}:2:15: error: invalid syntax\n"
         "    2 |     return x +\n"
         "      |               ^\n")
+
+
+# Sources the parser accepts and CPython's compiler rejects: ppy refuses each
+# with CPython's own message and line, in check, build, run and import alike.
+COMPILE_TIME_ERRORS = [
+    "def f(n: int) -> int:\n    if n:\n        break\n    return n\n",
+    "def f(n: int) -> int:\n    continue\n",
+    "def f(a: int, a: int) -> int:\n    return a\n",
+    "return 1\n",
+    "def f(x: int) -> int:\n    def g() -> int:\n        nonlocal x\n        x = 1\n        return x\n    return g()\n",
+    "def f(x):\n    nonlocal x\n",
+    "x = 1\nbreak\n",
+    "def f():\n    yield 1\n    return\nawait f()\n",
+]
+
+
+@pytest.mark.parametrize("source", COMPILE_TIME_ERRORS)
+def test_what_cpythons_compiler_rejects_ppy_rejects_the_same_way(runner, tmp_path, source):
+    path = _write(tmp_path, "bad.ppy", source)
+    try:
+        compile(source, str(path), "exec", dont_inherit=True)
+    except SyntaxError as error:
+        expected = error
+    else:
+        pytest.fail("CPython accepts this source")
+    check = runner.ppy("check", path)
+    assert check.returncode == 1
+    assert check.stdout.startswith(f"{path}:{expected.lineno}:"), check.stdout + check.stderr
+    assert f"error: {expected.msg}" in check.stdout
+    build = runner.ppy("build", path)
+    assert build.returncode == 1 and f"error: {expected.msg}" in build.stdout, build.stdout + build.stderr
+    plain = runner.python(path, PPY_IMPORT="python")
+    native = runner.ppy("run", path)
+    assert native.returncode == plain.returncode == 1, native.stderr
+    assert native.stderr.strip().splitlines()[-1] == plain.stderr.strip().splitlines()[-1]
+    imported = runner.python("-c", "import ppy, bad", cwd=tmp_path)
+    assert f"SyntaxError: {expected.msg}" in imported.stderr
 
 
 def test_check_reports_every_type_error_with_a_caret(runner, tmp_path):

@@ -23,6 +23,10 @@ import pytest
 
 from conftest import Runner, kill_group, spawn
 
+# The example trains a torch model on every path; torch is installed only for
+# some interpreters (a CPU build exists for 3.11 on this project's machines).
+pytest.importorskip("torch", reason="torch is not installed for this Python: the launch tests need it")
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "31_torchrun"
 FILES = ["features.ppy", "model.ppy", "train.py", "accelerate_config.yaml"]

@@ -1,0 +1,225 @@
+"""The cache is a trust boundary (docs/cli.md, "Who ppy trusts"): a cache entry
+is code, so ppy loads nothing from a folder or file that another user owns or
+can write, writes nothing there, follows no symlink in a cache, and never waits
+for a lock for ever.
+
+The forged entry below is a real exploit: in the user's own cache it runs its
+code (the control case), so each refusal is shown to matter.
+"""
+
+import fcntl
+import marshal
+import os
+import sys
+
+import pytest
+
+from test_cache import KERNEL, PROBE, _sections
+
+TAG = sys.implementation.cache_tag
+NOBODY = 65534  # another user: the attacker, where the test runs as root
+
+
+@pytest.fixture
+def project(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "kernel.ppy").write_text(KERNEL)
+    return folder
+
+
+def _forge(entry, marker):
+    """`entry` with its module code replaced by code that writes `marker`, and
+    the checksum fixed: what anyone can make from the public source."""
+    from ppy import _ppy
+
+    evil = marshal.dumps(compile(f"open({str(marker)!r}, 'w').write('ran')", "kernel.ppy", "exec"))
+    for tag, start, end in _sections(entry):
+        if tag == "PYMC":
+            entry = entry[:start] + b"PYMC" + len(evil).to_bytes(8, "little") + evil + entry[end:]
+            break
+    else:
+        raise AssertionError("no PYMC section")
+    body = entry[:-8]
+    return body + int(_ppy.digest(body)[:16], 16).to_bytes(8, "little")
+
+
+def _good_entry(runner, project):
+    assert runner.python("-c", PROBE, cwd=project).returncode == 0
+    return (runner.cache_dir / f"kernel.{TAG}.ppyc").read_bytes()
+
+
+def _snapshot(folder):
+    return {p.name: (p.is_symlink(), p.lstat().st_mtime_ns, p.lstat().st_size) for p in folder.iterdir()}
+
+
+def test_a_forged_entry_runs_from_a_private_folder_so_the_rules_matter(runner, project, tmp_path):
+    marker = tmp_path / "marker"
+    forged = _forge(_good_entry(runner, project), marker)
+    (runner.cache_dir / f"kernel.{TAG}.ppyc").write_bytes(forged)
+    runner.python("-c", PROBE, cwd=project)
+    assert marker.exists()
+
+
+def test_a_shared_folder_is_neither_read_nor_written(runner, project, tmp_path):
+    marker = tmp_path / "marker"
+    forged = _forge(_good_entry(runner, project), marker)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # as /tmp
+    (shared / f"kernel.{TAG}.ppyc").write_bytes(forged)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    (shared / "build.log").symlink_to(victim)
+    (shared / f"kernel.{TAG}.ppyc.lock").symlink_to(victim)
+    before = _snapshot(shared)
+    result = runner.python("-c", PROBE + "; import kernel as again", cwd=project, PPY_CACHE_DIR=str(shared),
+                           PPY_TRACE="1")
+    assert result.stdout == "3.5 vm\n", result.stderr
+    assert not marker.exists()
+    assert victim.read_text() == "mine\n"
+    assert _snapshot(shared) == before
+    assert result.stderr.count("is shared (not owned by you, or writable by others)") == 1
+    assert "shared cache folder" in result.stderr
+
+
+def test_an_entry_others_can_write_is_not_loaded(runner, project, tmp_path):
+    marker = tmp_path / "marker"
+    entry = runner.cache_dir / f"kernel.{TAG}.ppyc"
+    forged = _forge(_good_entry(runner, project), marker)
+    entry.write_bytes(forged)
+    entry.chmod(0o666)
+    result = runner.python("-c", PROBE, cwd=project)
+    assert result.stdout == "3.5 vm\n", result.stderr
+    assert not marker.exists()
+    # Rebuilt and published over it, private again.
+    assert entry.stat().st_mode & 0o022 == 0
+    assert entry.read_bytes() != forged
+
+
+def test_a_symlinked_entry_is_not_followed(runner, project, tmp_path):
+    marker = tmp_path / "marker"
+    elsewhere = tmp_path / "elsewhere.ppyc"
+    elsewhere.write_bytes(_forge(_good_entry(runner, project), marker))
+    entry = runner.cache_dir / f"kernel.{TAG}.ppyc"
+    entry.unlink()
+    entry.symlink_to(elsewhere)
+    result = runner.python("-c", PROBE, cwd=project)
+    assert result.stdout == "3.5 vm\n", result.stderr
+    assert not marker.exists()
+    assert not entry.is_symlink()  # replaced by the rebuilt entry, not written through
+
+
+def test_a_fifo_in_place_of_an_entry_does_not_hang_the_import(runner, project):
+    runner.cache_dir.mkdir()
+    os.mkfifo(runner.cache_dir / f"kernel.{TAG}.ppyc")
+    result = runner.python("-c", PROBE, cwd=project, timeout=60)
+    assert result.stdout == "3.5 vm\n", result.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="files of another user can only be made by root")
+def test_files_and_folders_of_another_user_are_never_loaded(runner, project, tmp_path):
+    marker = tmp_path / "marker"
+    entry = runner.cache_dir / f"kernel.{TAG}.ppyc"
+    forged = _forge(_good_entry(runner, project), marker)
+    entry.write_bytes(forged)
+    os.chown(entry, NOBODY, NOBODY)
+    result = runner.python("-c", PROBE, cwd=project)
+    assert result.stdout == "3.5 vm\n", result.stderr
+    assert not marker.exists()
+    # A folder another user owns, though no one else can write it.
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    (theirs / f"kernel.{TAG}.ppyc").write_bytes(forged)
+    for path in (theirs, theirs / f"kernel.{TAG}.ppyc"):
+        os.chown(path, NOBODY, NOBODY)
+    result = runner.python("-c", PROBE, cwd=project, PPY_CACHE_DIR=str(theirs))
+    assert result.stdout == "3.5 vm\n", result.stderr
+    assert not marker.exists()
+    assert sorted(p.name for p in theirs.iterdir()) == [f"kernel.{TAG}.ppyc"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="two users on one machine need root to make the second")
+def test_two_users_sharing_a_sticky_folder(runner, project, tmp_path):
+    """The other user (uid 65534) plants a forged entry, a lock they hold open,
+    and symlinks to this user's files under every name ppy might write; this
+    user's import runs none of it and writes nothing there."""
+    marker = tmp_path / "marker"
+    forged = _forge(_good_entry(runner, project), marker)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    mine = tmp_path / "bashrc"
+    mine.write_text("# mine\n")
+    planted = {
+        f"kernel.{TAG}.ppyc": forged,
+        f"kernel.{TAG}.ppyc.lock": b"",
+    }
+    for name, data in planted.items():
+        (shared / name).write_bytes(data)
+        os.chown(shared / name, NOBODY, NOBODY)
+    for name in ("build.log", f"kernel.{TAG}.ppyc.{os.getpid()}.tmp"):
+        (shared / name).symlink_to(mine)
+        os.lchown(shared / name, NOBODY, NOBODY)
+    holder = os.open(shared / f"kernel.{TAG}.ppyc.lock", os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        before = _snapshot(shared)
+        result = runner.python("-c", PROBE, cwd=project, PPY_CACHE_DIR=str(shared), timeout=60)
+    finally:
+        os.close(holder)
+    assert result.stdout == "3.5 vm\n", result.stderr
+    assert not marker.exists()
+    assert mine.read_text() == "# mine\n"
+    assert _snapshot(shared) == before
+    assert all(p.lstat().st_uid == NOBODY for p in shared.iterdir())
+
+
+def test_a_held_lock_gives_up_after_the_timeout_and_builds_in_memory(runner, project):
+    runner.cache_dir.mkdir()
+    lock = os.open(runner.cache_dir / f"kernel.{TAG}.ppyc.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        result = runner.python("-c", PROBE, cwd=project, PPY_LOCK_TIMEOUT="0.5", timeout=60)
+    finally:
+        os.close(lock)
+    assert result.stdout == "3.5 vm\n", result.stderr
+    assert result.stderr.count("gave up waiting for") == 1
+    assert "building in memory" in result.stderr
+    assert not (runner.cache_dir / f"kernel.{TAG}.ppyc").exists()
+
+
+def test_machine_code_others_can_write_is_not_mapped(runner, project):
+    assert runner.ppy("build", "--warm", project).returncode == 0
+    [code] = runner.cache_dir.glob("kernel.*.ppyjit")
+    code.chmod(0o666)
+    result = runner.python("-c", PROBE, cwd=project, PPY_TRACE="1")
+    assert result.stdout == "3.5 vm\n", result.stderr
+    assert "jit: mapped" not in result.stderr
+    code.chmod(0o644)
+    result = runner.python("-c", PROBE, cwd=project, PPY_TRACE="1")
+    assert "jit: mapped" in result.stderr
+
+
+def test_clean_removes_a_symlinked_cache_folders_link_only(runner, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    target = tmp_path / "scratch"
+    target.mkdir()
+    (target / "kernel.cpython-311.ppyc").write_bytes(b"x")
+    (project / ".ppy-cache").symlink_to(target)
+    result = runner.ppy("clean", project)
+    assert result.returncode == 0, result.stderr
+    assert not (project / ".ppy-cache").exists() and not (project / ".ppy-cache").is_symlink()
+    assert (target / "kernel.cpython-311.ppyc").exists()
+
+
+def test_clean_of_ppy_cache_dir_removes_only_ppys_files(runner, tmp_path):
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep")
+    (folder / f"kernel.{TAG}.ppyc").write_bytes(b"x")
+    (folder / "build.log").write_text("")
+    result = runner.ppy("clean", tmp_path / "nothing-here", PPY_CACHE_DIR=str(folder))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]

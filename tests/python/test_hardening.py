@@ -1,0 +1,62 @@
+"""Ordinary input that once crashed ppy or hung it: deep typed recursion on a
+raised recursion limit or a small thread stack, and functions too large for the
+JIT's register allocator."""
+
+import signal
+import textwrap
+
+import pytest
+
+DEEP = """\
+def down(n: int) -> int:
+    if n == 0:
+        return 0
+    return down(n - 1) + 1
+"""
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.mark.parametrize("jit", ["0", "eager"])
+def test_deep_typed_recursion_raises_recursion_error_never_crashes(runner, tmp_path, jit):
+    _write(tmp_path, "deep.ppy", DEEP)
+    probe = textwrap.dedent("""\
+        import sys, threading, ppy, deep
+        sys.setrecursionlimit(200000)
+        for n in (10, 100000):
+            try:
+                print(n, deep.down(n))
+            except RecursionError:
+                print(n, "RecursionError")
+        sys.setrecursionlimit(1000)
+        threading.stack_size(2 << 20)
+        def small_stack():
+            try:
+                print("thread", deep.down(950))
+            except RecursionError:
+                print("thread RecursionError")
+        worker = threading.Thread(target=small_stack)
+        worker.start()
+        worker.join()
+        """)
+    result = runner.python("-c", probe, cwd=tmp_path, PPY_JIT=jit)
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    lines = result.stdout.splitlines()
+    assert lines[0] == "10 10"
+    assert lines[1] in ("100000 100000", "100000 RecursionError")
+    assert lines[2] in ("thread 950", "thread RecursionError")
+    assert result.returncode != -signal.SIGSEGV
+
+
+def test_a_function_too_large_for_the_jit_stays_on_the_interpreter(runner, tmp_path):
+    body = "".join(f"    x = x * 3 % 1000003 + {i}\n" for i in range(20000))
+    _write(tmp_path, "huge.ppy", f"def huge(x: int) -> int:\n{body}    return x\n")
+    expected = runner.python("-c", "import huge; print(huge.huge(7))", cwd=tmp_path, PPY_IMPORT="python")
+    result = runner.python("-c", "import ppy, huge; print(huge.huge(7), ppy.tier(huge.huge))", cwd=tmp_path,
+                           PPY_JIT="eager", PPY_TRACE="1", timeout=300)
+    assert result.stdout == expected.stdout.strip() + " vm\n", result.stderr[-2000:]
+    assert "too large for machine code" in result.stderr
