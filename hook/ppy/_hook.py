@@ -174,8 +174,16 @@ def cache_dir_for(source_path):
 
 
 def entry_path_for(source_path):
+    """`<stem>.<cache tag>.ppyc` in `.ppy-cache` beside the source. Under
+    PPY_CACHE_DIR, which holds the entries of every folder, the name also
+    carries a digest of the source's folder, so that `a/utils.ppy` and
+    `b/utils.ppy` keep an entry each instead of rebuilding each other's."""
     stem = os.path.splitext(os.path.basename(source_path))[0]
-    return os.path.join(cache_dir_for(source_path), f"{stem}.{ABI}.ppyc")
+    cache_dir = cache_dir_for(source_path)
+    if os.environ.get("PPY_CACHE_DIR"):
+        folder = os.path.dirname(os.path.realpath(source_path))
+        stem = f"{stem}.{digest(os.fsencode(folder))[:8]}"
+    return os.path.join(cache_dir, f"{stem}.{ABI}.ppyc")
 
 
 class Loaded:

@@ -151,6 +151,21 @@ class Runner:
         stdout, stderr = communicate(process, timeout)
         return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
+    def entry(self, source):
+        """The cache entry of the module at `source`, as ppy names it under this
+        runner's PPY_CACHE_DIR."""
+        from ppy import _hook
+
+        saved = os.environ.get("PPY_CACHE_DIR")
+        os.environ["PPY_CACHE_DIR"] = str(self.cache_dir)
+        try:
+            return Path(_hook.entry_path_for(str(source)))
+        finally:
+            if saved is None:
+                del os.environ["PPY_CACHE_DIR"]
+            else:
+                os.environ["PPY_CACHE_DIR"] = saved
+
     def python(self, *args, **kwargs):
         return self.run([sys.executable, *map(str, args)], **kwargs)
 

@@ -39,8 +39,8 @@ def _builds(runner):
     return log.read_text().splitlines() if log.exists() else []
 
 
-def _entry(runner):
-    return runner.cache_dir / f"kernel.{sys.implementation.cache_tag}.ppyc"
+def _entry(runner, project):
+    return runner.entry(project / "kernel.ppy")
 
 
 def test_eight_processes_on_a_cold_cache_build_once(runner, project):
@@ -76,7 +76,7 @@ def test_a_builder_killed_mid_build_leaves_no_partial_entry(runner, project):
     assert (project / "building").exists()
     os.kill(builder.pid, signal.SIGKILL)
     builder.wait()
-    assert not _entry(runner).exists()
+    assert not _entry(runner, project).exists()
     assert not [p for p in runner.cache_dir.iterdir() if p.suffix == ".ppyc"]
     result = runner.python("-c", PROBE, cwd=project)
     assert result.stdout == "3.5 vm\n", result.stderr
@@ -108,7 +108,7 @@ def _sections(data):
 
 def test_every_truncation_and_flipped_section_is_rebuilt_with_one_warning(runner, project):
     assert runner.python("-c", PROBE, cwd=project).returncode == 0
-    good = _entry(runner).read_bytes()
+    good = _entry(runner, project).read_bytes()
     sections = _sections(good)
     assert [name for name, _, _ in sections][:5] == ["header", "FUNC", "CODE", "KONS", "LINE"]
     damaged = []
@@ -119,12 +119,12 @@ def test_every_truncation_and_flipped_section_is_rebuilt_with_one_warning(runner
         flipped[middle] ^= 0x10
         damaged.append((f"bit flipped in {name}", bytes(flipped)))
     for what, data in damaged:
-        _entry(runner).write_bytes(data)
+        _entry(runner, project).write_bytes(data)
         result = runner.python("-c", PROBE, cwd=project)
         assert result.stdout == "3.5 vm\n", (what, result.stderr)
         assert result.stderr.count("warning") == 1 or "version" in result.stderr or data[:8] != good[:8], (
             what, result.stderr)
-        assert _entry(runner).read_bytes() == good, what
+        assert _entry(runner, project).read_bytes() == good, what
     assert len(_builds(runner)) == 1 + len(damaged)
 
 

@@ -11,9 +11,11 @@ import fcntl
 import marshal
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
+from conftest import Runner
 from test_cache import KERNEL, PROBE, _sections
 
 TAG = sys.implementation.cache_tag
@@ -26,6 +28,11 @@ def project(tmp_path):
     folder.mkdir()
     (folder / "kernel.ppy").write_text(KERNEL)
     return folder
+
+
+def _name(project):
+    """The entry's file name under any PPY_CACHE_DIR (it depends on the source's folder only)."""
+    return Runner(Path("/")).entry(project / "kernel.ppy").name
 
 
 def _forge(entry, marker):
@@ -46,7 +53,7 @@ def _forge(entry, marker):
 
 def _good_entry(runner, project):
     assert runner.python("-c", PROBE, cwd=project).returncode == 0
-    return (runner.cache_dir / f"kernel.{TAG}.ppyc").read_bytes()
+    return (runner.entry(project / "kernel.ppy")).read_bytes()
 
 
 def _snapshot(folder):
@@ -56,7 +63,7 @@ def _snapshot(folder):
 def test_a_forged_entry_runs_from_a_private_folder_so_the_rules_matter(runner, project, tmp_path):
     marker = tmp_path / "marker"
     forged = _forge(_good_entry(runner, project), marker)
-    (runner.cache_dir / f"kernel.{TAG}.ppyc").write_bytes(forged)
+    (runner.entry(project / "kernel.ppy")).write_bytes(forged)
     runner.python("-c", PROBE, cwd=project)
     assert marker.exists()
 
@@ -67,11 +74,11 @@ def test_a_shared_folder_is_neither_read_nor_written(runner, project, tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o1777)  # as /tmp
-    (shared / f"kernel.{TAG}.ppyc").write_bytes(forged)
+    (shared / _name(project)).write_bytes(forged)
     victim = tmp_path / "victim.txt"
     victim.write_text("mine\n")
     (shared / "build.log").symlink_to(victim)
-    (shared / f"kernel.{TAG}.ppyc.lock").symlink_to(victim)
+    (shared / f"{_name(project)}.lock").symlink_to(victim)
     before = _snapshot(shared)
     result = runner.python("-c", PROBE + "; import kernel as again", cwd=project, PPY_CACHE_DIR=str(shared),
                            PPY_TRACE="1")
@@ -85,7 +92,7 @@ def test_a_shared_folder_is_neither_read_nor_written(runner, project, tmp_path):
 
 def test_an_entry_others_can_write_is_not_loaded(runner, project, tmp_path):
     marker = tmp_path / "marker"
-    entry = runner.cache_dir / f"kernel.{TAG}.ppyc"
+    entry = runner.entry(project / "kernel.ppy")
     forged = _forge(_good_entry(runner, project), marker)
     entry.write_bytes(forged)
     entry.chmod(0o666)
@@ -101,7 +108,7 @@ def test_a_symlinked_entry_is_not_followed(runner, project, tmp_path):
     marker = tmp_path / "marker"
     elsewhere = tmp_path / "elsewhere.ppyc"
     elsewhere.write_bytes(_forge(_good_entry(runner, project), marker))
-    entry = runner.cache_dir / f"kernel.{TAG}.ppyc"
+    entry = runner.entry(project / "kernel.ppy")
     entry.unlink()
     entry.symlink_to(elsewhere)
     result = runner.python("-c", PROBE, cwd=project)
@@ -112,7 +119,7 @@ def test_a_symlinked_entry_is_not_followed(runner, project, tmp_path):
 
 def test_a_fifo_in_place_of_an_entry_does_not_hang_the_import(runner, project):
     runner.cache_dir.mkdir()
-    os.mkfifo(runner.cache_dir / f"kernel.{TAG}.ppyc")
+    os.mkfifo(runner.entry(project / "kernel.ppy"))
     result = runner.python("-c", PROBE, cwd=project, timeout=60)
     assert result.stdout == "3.5 vm\n", result.stderr
 
@@ -120,7 +127,7 @@ def test_a_fifo_in_place_of_an_entry_does_not_hang_the_import(runner, project):
 @pytest.mark.skipif(os.geteuid() != 0, reason="files of another user can only be made by root")
 def test_files_and_folders_of_another_user_are_never_loaded(runner, project, tmp_path):
     marker = tmp_path / "marker"
-    entry = runner.cache_dir / f"kernel.{TAG}.ppyc"
+    entry = runner.entry(project / "kernel.ppy")
     forged = _forge(_good_entry(runner, project), marker)
     entry.write_bytes(forged)
     os.chown(entry, NOBODY, NOBODY)
@@ -130,13 +137,13 @@ def test_files_and_folders_of_another_user_are_never_loaded(runner, project, tmp
     # A folder another user owns, though no one else can write it.
     theirs = tmp_path / "theirs"
     theirs.mkdir(mode=0o755)
-    (theirs / f"kernel.{TAG}.ppyc").write_bytes(forged)
-    for path in (theirs, theirs / f"kernel.{TAG}.ppyc"):
+    (theirs / _name(project)).write_bytes(forged)
+    for path in (theirs, theirs / _name(project)):
         os.chown(path, NOBODY, NOBODY)
     result = runner.python("-c", PROBE, cwd=project, PPY_CACHE_DIR=str(theirs))
     assert result.stdout == "3.5 vm\n", result.stderr
     assert not marker.exists()
-    assert sorted(p.name for p in theirs.iterdir()) == [f"kernel.{TAG}.ppyc"]
+    assert sorted(p.name for p in theirs.iterdir()) == [_name(project)]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="two users on one machine need root to make the second")
@@ -152,16 +159,16 @@ def test_two_users_sharing_a_sticky_folder(runner, project, tmp_path):
     mine = tmp_path / "bashrc"
     mine.write_text("# mine\n")
     planted = {
-        f"kernel.{TAG}.ppyc": forged,
-        f"kernel.{TAG}.ppyc.lock": b"",
+        _name(project): forged,
+        f"{_name(project)}.lock": b"",
     }
     for name, data in planted.items():
         (shared / name).write_bytes(data)
         os.chown(shared / name, NOBODY, NOBODY)
-    for name in ("build.log", f"kernel.{TAG}.ppyc.{os.getpid()}.tmp"):
+    for name in ("build.log", f"{_name(project)}.{os.getpid()}.tmp"):
         (shared / name).symlink_to(mine)
         os.lchown(shared / name, NOBODY, NOBODY)
-    holder = os.open(shared / f"kernel.{TAG}.ppyc.lock", os.O_RDONLY)
+    holder = os.open(shared / f"{_name(project)}.lock", os.O_RDONLY)
     fcntl.flock(holder, fcntl.LOCK_EX)
     try:
         before = _snapshot(shared)
@@ -177,7 +184,7 @@ def test_two_users_sharing_a_sticky_folder(runner, project, tmp_path):
 
 def test_a_held_lock_gives_up_after_the_timeout_and_builds_in_memory(runner, project):
     runner.cache_dir.mkdir()
-    lock = os.open(runner.cache_dir / f"kernel.{TAG}.ppyc.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    lock = os.open(runner.cache_dir / f"{_name(project)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         result = runner.python("-c", PROBE, cwd=project, PPY_LOCK_TIMEOUT="0.5", timeout=60)
@@ -186,7 +193,7 @@ def test_a_held_lock_gives_up_after_the_timeout_and_builds_in_memory(runner, pro
     assert result.stdout == "3.5 vm\n", result.stderr
     assert result.stderr.count("gave up waiting for") == 1
     assert "building in memory" in result.stderr
-    assert not (runner.cache_dir / f"kernel.{TAG}.ppyc").exists()
+    assert not (runner.entry(project / "kernel.ppy")).exists()
 
 
 def test_machine_code_others_can_write_is_not_mapped(runner, project):

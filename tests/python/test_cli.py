@@ -37,7 +37,6 @@ COMPILE_TIME_ERRORS = [
     "def f(n: int) -> int:\n    continue\n",
     "def f(a: int, a: int) -> int:\n    return a\n",
     "return 1\n",
-    "def f(x: int) -> int:\n    def g() -> int:\n        nonlocal x\n        x = 1\n        return x\n    return g()\n",
     "def f(x):\n    nonlocal x\n",
     "x = 1\nbreak\n",
     "def f():\n    yield 1\n    return\nawait f()\n",

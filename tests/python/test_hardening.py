@@ -53,9 +53,9 @@ def test_deep_typed_recursion_raises_recursion_error_never_crashes(runner, tmp_p
 
 
 def test_a_function_too_large_for_the_jit_stays_on_the_interpreter(runner, tmp_path):
-    body = "".join(f"    x = x * 3 % 1000003 + {i}\n" for i in range(20000))
+    body = "".join(f"    x = (x * 3 + {i % 7}) % 1000003\n" for i in range(20000))
     _write(tmp_path, "huge.ppy", f"def huge(x: int) -> int:\n{body}    return x\n")
-    expected = runner.python("-c", "import huge; print(huge.huge(7))", cwd=tmp_path, PPY_IMPORT="python")
+    expected = runner.python("-c", "import ppy, huge; print(huge.huge(7))", cwd=tmp_path, PPY_IMPORT="python")
     result = runner.python("-c", "import ppy, huge; print(huge.huge(7), ppy.tier(huge.huge))", cwd=tmp_path,
                            PPY_JIT="eager", PPY_TRACE="1", timeout=300)
     assert result.stdout == expected.stdout.strip() + " vm\n", result.stderr[-2000:]

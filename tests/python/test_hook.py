@@ -46,7 +46,20 @@ def test_the_second_import_is_served_from_the_cache(runner):
     runner.python("-c", "import ppy, features", cwd=EXAMPLE)
     assert (runner.cache_dir / "build.log").read_text() == log
     entries = sorted(p.name for p in runner.cache_dir.iterdir() if p.suffix == ".ppyc")
-    assert entries == [f"features.{sys.implementation.cache_tag}.ppyc"]
+    assert entries == [runner.entry(EXAMPLE / "features.ppy").name]
+    assert entries[0].endswith(f".{sys.implementation.cache_tag}.ppyc")
+
+
+def test_same_named_modules_of_two_folders_keep_an_entry_each(runner, tmp_path):
+    for folder, value in (("a", 1), ("b", 2)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "utils.ppy").write_text(f"def one() -> int:\n    return {value}\n")
+    for _ in range(2):
+        for folder, value in (("a", 1), ("b", 2)):
+            result = runner.python("-c", "import ppy, utils; print(utils.one())", cwd=tmp_path / folder)
+            assert result.stdout == f"{value}\n", result.stderr
+    # Two builds in all: neither rebuilt the other's entry.
+    assert (runner.cache_dir / "build.log").read_text().count("module=utils") == 2
 
 
 def _write(tmp_path, name, text):

@@ -115,7 +115,9 @@ def test_a_rank_waits_on_the_interpreter_for_code_being_built_then_switches(runn
     other_cache = tmp_path / "other-cache"
     assert runner.ppy("build", "--warm", elsewhere, PPY_CACHE_DIR=str(other_cache)).returncode == 0
     [built] = other_cache.glob("kernel.*.ppyjit")
-    target = runner.cache_dir / built.name
+    # The same code under the name this project's entry gives it.
+    entry = runner.entry(project / "kernel.ppy")
+    target = entry.with_name(entry.name[:-len("ppyc")] + built.name.rsplit(".", 2)[1] + ".ppyjit")
     lock = os.open(str(target) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(lock, fcntl.LOCK_EX)
     try:
