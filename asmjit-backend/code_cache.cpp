@@ -5,6 +5,7 @@
 #include "asmjit-backend/jit.h"
 #include "vm/bytes.h"
 #include "vm/serialize.h"
+#include "vm/verify.h"
 
 namespace ppy::jit {
 
@@ -48,6 +49,11 @@ StatusOr<int> LoadMachineCode(const ModuleCode& module, std::string_view data, s
   uint32_t format = r.U32();
   std::string version = r.Str(), target = r.Str(), entry_key = r.Str();
   if (!r.ok()) return Status::Error("truncated header");
+  // Untrusted strings: one that is not UTF-8 text would make the errors below
+  // undecodable for Python (UnicodeDecodeError instead of EntryError).
+  if (!IsValidText(version) || !IsValidText(target) || !IsValidText(entry_key)) {
+    return Status::Error("bad machine-code header (a string is not UTF-8 text)");
+  }
   if (format != kMachineCodeFormat || version != ppy_version) return Status::Error("written by another ppy build");
   if (target != Target()) return Status::Error(Cat("compiled for ", target, ", not ", Target()));
   if (entry_key != key) return Status::Error("compiled from other bytecode");

@@ -962,7 +962,15 @@ class CodeGen {
         break;
       }
       case Op::TRUTH_F: b_.SetFloat(FloatCond::kNe, I(a), F(bb), Zero()); break;
-      case Op::NOT: b_.XorImm(I(a), I(bb), 1); break;
+      case Op::NOT: {
+        // R[B] == 0, exactly as the interpreter computes it: an entry whose
+        // R[B] is not 0 or 1 (the compiler never emits one; a crafted entry
+        // may) must not give another answer in machine code.
+        Int zero = b_.NewInt();
+        b_.MovImm(zero, 0);
+        b_.SetInt(IntCond::kEq, I(a), I(bb), zero);
+        break;
+      }
 
       case Op::ADD_I:
       case Op::SUB_I:

@@ -429,7 +429,9 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
   const int end_of_constants = fn.end_of_constants();
   Value* regs = static_cast<Value*>(alloca(sizeof(Value) * (num_registers + 1)));
   std::memcpy(regs, args, sizeof(Value) * num_params);
-  std::memcpy(regs + num_params, fn.initial_constants.data(), sizeof(Value) * (end_of_constants - num_params));
+  if (end_of_constants > num_params) {  // (data() may be null when there are none)
+    std::memcpy(regs + num_params, fn.initial_constants.data(), sizeof(Value) * (end_of_constants - num_params));
+  }
   std::memset(regs + end_of_constants, 0, sizeof(Value) * (num_registers - end_of_constants));
   for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
 
@@ -850,12 +852,12 @@ enter_jit : {
   CASE(STORE_F64) {
     const BufferView& view = *R(in.a).u;
     int64_t index = R(in.b).i;
-    if (!NormalizeIndex(view, &index)) {
-      RaiseIndexError(view, R(in.b).i, true);
-      goto error;
-    }
     if (view.readonly) {
       RaiseReadOnly(view);
+      goto error;
+    }
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.b).i, true);
       goto error;
     }
     reinterpret_cast<double*>(view.data)[index] = R(in.c).f;
@@ -864,12 +866,12 @@ enter_jit : {
   CASE(STORE_I64) {
     const BufferView& view = *R(in.a).u;
     int64_t index = R(in.b).i;
-    if (!NormalizeIndex(view, &index)) {
-      RaiseIndexError(view, R(in.b).i, true);
-      goto error;
-    }
     if (view.readonly) {
       RaiseReadOnly(view);
+      goto error;
+    }
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.b).i, true);
       goto error;
     }
     reinterpret_cast<int64_t*>(view.data)[index] = R(in.c).i;
@@ -878,12 +880,12 @@ enter_jit : {
   CASE(STORE_F) {
     const BufferView& view = *R(in.a).u;
     int64_t index = R(in.b).i;
-    if (!NormalizeIndex(view, &index)) {
-      RaiseIndexError(view, R(in.b).i, true);
-      goto error;
-    }
     if (view.readonly) {
       RaiseReadOnly(view);
+      goto error;
+    }
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.b).i, true);
       goto error;
     }
     StoreFloatElement(view, index, R(in.c).f);
@@ -892,12 +894,12 @@ enter_jit : {
   CASE(STORE_I) {
     const BufferView& view = *R(in.a).u;
     int64_t index = R(in.b).i;
-    if (!NormalizeIndex(view, &index)) {
-      RaiseIndexError(view, R(in.b).i, true);
-      goto error;
-    }
     if (view.readonly) {
       RaiseReadOnly(view);
+      goto error;
+    }
+    if (!NormalizeIndex(view, &index)) {
+      RaiseIndexError(view, R(in.b).i, true);
       goto error;
     }
     if (!StoreIntElement(view, index, R(in.c).i)) goto error;
@@ -940,13 +942,13 @@ enter_jit : {
       RaiseIntOverflow(fn, PC, "+");
       goto error;
     }
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
     int64_t original = index;
     if (!NormalizeIndex(view, &index)) {
       RaiseIndexError(view, original, true);
-      goto error;
-    }
-    if (view.readonly) {
-      RaiseReadOnly(view);
       goto error;
     }
     reinterpret_cast<double*>(view.data)[index] = R(in.d).f;
@@ -959,13 +961,13 @@ enter_jit : {
       RaiseIntOverflow(fn, PC, "+");
       goto error;
     }
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
     int64_t original = index;
     if (!NormalizeIndex(view, &index)) {
       RaiseIndexError(view, original, true);
-      goto error;
-    }
-    if (view.readonly) {
-      RaiseReadOnly(view);
       goto error;
     }
     reinterpret_cast<int64_t*>(view.data)[index] = R(in.d).i;

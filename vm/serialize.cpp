@@ -100,7 +100,8 @@ PyObject* ReadObject(Reader& r, int depth) {
     }
     case ObjectTag::kBigInt: {
       std::string text = r.Str();
-      if (!r.ok()) return nullptr;
+      // Decimal digits: no NUL that would cut the C string short.
+      if (!r.ok() || !IsValidText(text)) return nullptr;
       result = PyLong_FromString(text.c_str(), nullptr, 10);
       break;
     }
@@ -220,15 +221,20 @@ std::string FunctionTable(const ModuleCode& module) {
 constexpr size_t kMaxFunctions = 1 << 16;
 constexpr size_t kMaxCode = 1 << 24;
 
+// Every name read from an entry must be UTF-8 text (see IsValidText): Python
+// decodes them strictly (in messages, tracebacks, __name__), so a name that is not
+// would raise UnicodeDecodeError later, where a corrupt entry must be reported.
 bool ReadFunctionTable(std::string_view payload, ModuleCode* module, std::vector<std::pair<size_t, size_t>>* sizes) {
   Reader r(payload);
   module->module_name = r.Str();
   module->filename = r.Str();
+  if (!IsValidText(module->module_name) || !IsValidText(module->filename)) return false;
   size_t count = r.Count(kMaxFunctions);
   for (size_t f = 0; f < count && r.ok(); ++f) {
     auto fn = std::make_unique<FunctionCode>();
     fn->name = r.Str();
     fn->qualname = r.Str();
+    if (!IsValidText(fn->name) || !IsValidText(fn->qualname)) return false;
     fn->first_line = static_cast<int>(r.Count(INT32_MAX));
     fn->num_posonly = static_cast<int>(r.Count(kMaxRegisters));
     fn->num_kwonly = static_cast<int>(r.Count(kMaxRegisters));
@@ -239,6 +245,7 @@ bool ReadFunctionTable(std::string_view payload, ModuleCode* module, std::vector
     for (size_t i = 0; i < num_params && r.ok(); ++i) {
       Param param;
       param.name = r.Str();
+      if (!IsValidText(param.name)) return false;
       uint8_t type = r.U8();
       uint8_t elem = r.U8();
       uint8_t writes = r.U8();
@@ -353,6 +360,10 @@ StatusOr<EntryHeader> ParseEntryHeader(std::string_view data) {
   header.abi = r.Str();
   header.key = r.Str();
   if (!r.ok()) return Status::Error("truncated header");
+  // The hook hands these to Python as str (and puts them in messages).
+  if (!IsValidText(header.ppy_version) || !IsValidText(header.abi) || !IsValidText(header.key)) {
+    return Status::Error("bad header (a string is not UTF-8 text)");
+  }
   return header;
 }
 

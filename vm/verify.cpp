@@ -1,16 +1,112 @@
 #include "vm/verify.h"
 
+#include <algorithm>
 #include <bitset>
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include "vm/math_table.h"
 #include "vm/status.h"
 
 namespace ppy {
+
+bool IsValidText(std::string_view text) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t size = text.size();
+  for (size_t i = 0; i < size;) {
+    const unsigned char lead = bytes[i];
+    if (lead == 0) return false;
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length;
+    uint32_t code, lowest;
+    if ((lead & 0xE0) == 0xC0) {
+      length = 2, code = lead & 0x1F, lowest = 0x80;
+    } else if ((lead & 0xF0) == 0xE0) {
+      length = 3, code = lead & 0x0F, lowest = 0x800;
+    } else if ((lead & 0xF8) == 0xF0) {
+      length = 4, code = lead & 0x07, lowest = 0x10000;
+    } else {
+      return false;  // a continuation byte, or a lead byte no code point has
+    }
+    if (size - i < length) return false;
+    for (size_t k = 1; k < length; ++k) {
+      if ((bytes[i + k] & 0xC0) != 0x80) return false;
+      code = (code << 6) | (bytes[i + k] & 0x3F);
+    }
+    // Overlong forms, UTF-16 surrogates and code points past Unicode's last.
+    if (code < lowest || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += length;
+  }
+  return true;
+}
+
 namespace {
 
 using RegisterSet = std::bitset<kMaxRegisters>;
+
+// The registers one operand field names, from its mode in vm/opcodes.def: one
+// register, a span of them, or none (count 0).
+struct OperandRegisters {
+  int64_t first = 0;
+  int count = 0;
+  bool reads = false;
+  bool writes = false;
+};
+
+// Every mode is listed, so that a new one cannot be added without saying which
+// registers it names (the switch has no default: -Wswitch flags a missing mode).
+OperandRegisters RegistersNamedBy(Mode mode, int64_t value, const Instr& in) {
+  switch (mode) {
+    case Mode::krI:
+    case Mode::krF:
+    case Mode::krO:
+    case Mode::krU:
+    case Mode::krUd:
+    case Mode::krUq:
+    case Mode::krUf:
+    case Mode::krUi: return {value, 1, true, false};
+    case Mode::kwI:
+    case Mode::kwF:
+    case Mode::kwO:
+    case Mode::kwU:
+    case Mode::kwX: return {value, 1, false, true};
+    case Mode::kuI: return {value, 1, true, true};
+    case Mode::krX:
+    case Mode::ksO: return {value, in.c, true, false};
+    case Mode::kcO: return {value, in.c + 1, true, false};
+    case Mode::ktO: return {value, in.c, false, true};
+    case Mode::k__:
+    case Mode::kJ:
+    case Mode::kK:
+    case Mode::kP:
+    case Mode::kN:
+    case Mode::kM:
+    case Mode::kY:
+    case Mode::kE:
+    case Mode::kQ:
+    case Mode::kV: return {};
+  }
+  return {};
+}
+
+// The registers `in` reads and writes, from its operand modes. Only for an
+// instruction whose operands CheckInstruction accepted (all in range).
+void ReadsAndWrites(const Instr& in, std::vector<int>* reads, std::vector<int>* writes) {
+  const OpInfo& info = InfoOf(in.op);
+  const Mode modes[4] = {info.a, info.b, info.c, info.d};
+  const int64_t values[4] = {in.a, in.b, in.c, in.d};
+  for (int field = 0; field < 4; ++field) {
+    OperandRegisters named = RegistersNamedBy(modes[field], values[field], in);
+    for (int i = 0; i < named.count; ++i) {
+      if (named.reads) reads->push_back(static_cast<int>(named.first + i));
+      if (named.writes) writes->push_back(static_cast<int>(named.first + i));
+    }
+  }
+}
 
 class Verifier {
  public:
@@ -21,7 +117,8 @@ class Verifier {
     for (pc_ = 0; pc_ < static_cast<int>(fn_.code.size()); ++pc_) {
       if (Status s = CheckInstruction(fn_.code[pc_]); !s.ok()) return s;
     }
-    return CheckAssignedBeforeRead();
+    if (Status s = CheckRangeLoops(); !s.ok()) return s;
+    return CheckDataflow();
   }
 
  private:
@@ -39,7 +136,9 @@ class Verifier {
     if (fn_.end_of_constants() > fn_.num_registers()) return Fail("parameters and constants exceed the registers");
     if (fn_.code.empty()) return Fail("no code");
     if (fn_.lines.size() != fn_.code.size()) return Fail("the line table does not match the code");
-    if (fn_.num_posonly + fn_.num_kwonly > fn_.num_params()) return Fail("bad parameter counts");
+    if (fn_.num_posonly < 0 || fn_.num_kwonly < 0 || fn_.num_posonly + fn_.num_kwonly > fn_.num_params()) {
+      return Fail("bad parameter counts");
+    }
     if (static_cast<int>(fn_.result) > static_cast<int>(ValueType::kBuffer) || fn_.result == ValueType::kBuffer) {
       return Fail("bad result type");
     }
@@ -72,25 +171,39 @@ class Verifier {
     for (PyObject* object : fn_.objects) {
       if (object == nullptr) return Fail("a missing object constant");
     }
-    if (!HasFlag(fn_.code.back().op, kFlagEnd)) return Fail("control runs off the end of the code");
+    // (An unknown last opcode is CheckInstruction's to report, before the table
+    // is indexed with it.)
+    const Op last = fn_.code.back().op;
+    if (static_cast<int>(last) < kOpCount && !HasFlag(last, kFlagEnd)) {
+      return Fail("control runs off the end of the code");
+    }
     return Status();
   }
 
-  Status CheckRegister(int reg, Kind kind, bool writes) const {
-    if (reg >= fn_.num_registers()) return FailAt(Cat("register ", reg, " is out of range"));
-    if (fn_.registers[reg].kind != kind) return FailAt(Cat("register ", reg, " has the wrong kind"));
-    if (writes && fn_.IsConstantRegister(reg)) return FailAt(Cat("writes constant register ", reg));
+  // A register operand: inside the frame, in both directions (D is a signed
+  // field: a negative register would index below the frame), of the kind its
+  // mode says (none for the kinds a call fixes, checked in CheckCall), and not
+  // a constant register if the instruction writes it (constants are reloaded
+  // only at a call, and object constants are borrowed, not owned).
+  Status CheckRegister(int64_t reg, std::optional<Kind> kind, bool writes) const {
+    if (reg < 0 || reg >= fn_.num_registers()) return FailAt(Cat("register ", reg, " is out of range"));
+    if (kind && fn_.registers[reg].kind != *kind) return FailAt(Cat("register ", reg, " has the wrong kind"));
+    if (writes && fn_.IsConstantRegister(static_cast<int>(reg))) return FailAt(Cat("writes constant register ", reg));
     return Status();
   }
 
-  Status CheckSpan(int first, int count, Kind kind, bool writes) const {
+  // A span of `count` registers from `first`. An empty span names no register,
+  // but its start must still be inside the frame or just past it (the
+  // interpreter forms the address of its first register).
+  Status CheckSpan(int64_t first, int count, std::optional<Kind> kind, bool writes) const {
+    if (first < 0 || first > fn_.num_registers()) return FailAt(Cat("register span at ", first, " is out of range"));
     for (int i = 0; i < count; ++i) {
       if (Status s = CheckRegister(first + i, kind, writes); !s.ok()) return s;
     }
     return Status();
   }
 
-  Status CheckBuffer(int reg, Mode mode) const {
+  Status CheckBuffer(int64_t reg, Mode mode) const {
     if (Status s = CheckRegister(reg, Kind::kBuffer, mode == Mode::kwU); !s.ok()) return s;
     ElemType elem = fn_.registers[reg].elem;
     const ElemInfo& info = InfoOf(elem);
@@ -105,13 +218,15 @@ class Verifier {
     return fits ? Status() : FailAt(Cat("buffer register ", reg, " has the wrong element type"));
   }
 
-  Status CheckObjectConstant(int index, bool must_be_str) const {
-    if (index < 0 || index >= static_cast<int>(fn_.objects.size())) return FailAt("constant index out of range");
+  Status CheckObjectConstant(int64_t index, bool must_be_str) const {
+    if (index < 0 || index >= static_cast<int64_t>(fn_.objects.size())) return FailAt("constant index out of range");
     if (must_be_str && !PyUnicode_CheckExact(fn_.objects[index])) return FailAt("a name constant is not a str");
     return Status();
   }
 
-  // Checks one operand field. `value` is the field; `count` is C, which spans use.
+  // Checks one operand field against its mode: every mode that names registers,
+  // an instruction or a table entry is range-checked in both directions. `value`
+  // is the field; C is the count that spans use.
   Status CheckOperand(Mode mode, int64_t value, const Instr& in, char field) const {
     const int count = in.c;
     switch (mode) {
@@ -130,8 +245,9 @@ class Verifier {
       case Mode::krUq:
       case Mode::krUf:
       case Mode::krUi: return CheckBuffer(value, mode);
-      case Mode::krX:
-      case Mode::kwX: return Status();  // checked with the callee in CheckCall
+      // The kinds a call fixes are checked against the callee in CheckCall.
+      case Mode::krX: return CheckSpan(value, count, std::nullopt, false);
+      case Mode::kwX: return CheckRegister(value, std::nullopt, true);
       case Mode::ksO: return CheckSpan(value, count, Kind::kObject, false);
       case Mode::ktO: return CheckSpan(value, count, Kind::kObject, true);
       case Mode::kcO: return CheckSpan(value, count + 1, Kind::kObject, false);
@@ -143,7 +259,7 @@ class Verifier {
         return (value >= 0 && value < static_cast<int64_t>(module_.functions.size()))
                    ? Status()
                    : FailAt("function index out of range");
-      case Mode::kN: return Status();
+      case Mode::kN: return (value >= 0 && value < kMaxRegisters) ? Status() : FailAt("count out of range");
       case Mode::kM: {
         if (value < 0 || value >= kMathCount) return FailAt("math function out of range");
         MathShape shape = kMathInfo[value].shape;
@@ -167,12 +283,52 @@ class Verifier {
   Status CheckCall(const Instr& in) const {
     const FunctionCode& callee = *module_.functions[in.d];
     if (in.c != callee.num_params()) return FailAt("argument count does not match the callee");
+    // The callee is verified on its own, perhaps after this caller: its
+    // parameter registers must exist before they are compared.
+    if (callee.num_params() > callee.num_registers()) return FailAt("the callee's parameters exceed its registers");
     for (int i = 0; i < in.c; ++i) {
       int reg = in.b + i;
       if (reg >= fn_.num_registers()) return FailAt("argument register out of range");
+      // The whole register type: a buffer argument of another element type would
+      // have the callee read its elements with the wrong size and bound.
       if (fn_.registers[reg] != callee.registers[i]) return FailAt(Cat("argument ", i, " has the wrong kind"));
     }
     return CheckRegister(in.a, KindOf(callee.result), true);
+  }
+
+  // Jumps go forward, except the back edges of loops: only an instruction with
+  // the LOOP flag counts toward tiering and checks for Ctrl-C, so any other
+  // backward jump (or a jump to itself) could loop forever without either. A
+  // LOOP instruction's target is a loop head, before it (or itself, for an
+  // empty loop body).
+  Status CheckJumpDirection(const Instr& in) const {
+    const uint32_t flags = InfoOf(in.op).flags;
+    if (!(flags & kFlagJump)) return Status();
+    const bool backward = in.d <= pc_;
+    if ((flags & kFlagLoop) && !backward) return FailAt("a loop's back edge jumps forward");
+    if (!(flags & kFlagLoop) && backward) {
+      return FailAt("jumps backward, which only a loop instruction (one that checks for Ctrl-C) may");
+    }
+    return Status();
+  }
+
+  // A buffer register written from other buffer registers (MOVE_U) must have
+  // their element type: loads, stores and the machine code take the element
+  // size, the bound and the store checks from the register's declared type, so a
+  // u8 view in an f64 register would be read and written 8 bytes at a time.
+  Status CheckBufferCopies(const Instr& in) const {
+    const OpInfo& info = InfoOf(in.op);
+    if (info.a != Mode::kwU) return Status();
+    const ElemType elem = fn_.registers[in.a].elem;
+    const Mode modes[3] = {info.b, info.c, info.d};
+    const int64_t values[3] = {in.b, in.c, in.d};
+    for (int field = 0; field < 3; ++field) {
+      if (modes[field] == Mode::krU && fn_.registers[values[field]].elem != elem) {
+        return FailAt(Cat("copies buffer register ", values[field], " into register ", static_cast<int>(in.a),
+                          " of another element type"));
+      }
+    }
+    return Status();
   }
 
   Status CheckInstruction(const Instr& in) {
@@ -182,6 +338,8 @@ class Verifier {
     if (Status s = CheckOperand(info.b, in.b, in, 'B'); !s.ok()) return s;
     if (Status s = CheckOperand(info.c, in.c, in, 'C'); !s.ok()) return s;
     if (Status s = CheckOperand(info.d, in.d, in, 'D'); !s.ok()) return s;
+    if (Status s = CheckJumpDirection(in); !s.ok()) return s;
+    if (Status s = CheckBufferCopies(in); !s.ok()) return s;
     switch (in.op) {
       case Op::CALL_FN: return CheckCall(in);
       case Op::CALL_KW: {
@@ -209,61 +367,122 @@ class Verifier {
     }
   }
 
-  // ---- Definite assignment of object and buffer registers ----------------------------
+  // ---- Range loops closed by FORLOOP_INC ---------------------------------------------------
+
+  // FORLOOP_INC R[A], R[B], D at pc `end` closes the loop of pcs [D, end]. The
+  // interpreter computes R[A] + 1 unchecked, and the machine code hoists the
+  // bounds checks of buf[R[A]] and buf[base + R[A]] out of the loop into a guard
+  // at its head (checking R[A] at entry and R[B]), counts its trip in chunks of
+  // R[B] - R[A], and takes 0 <= k <= R[A] < R[B] for granted in a loop that
+  // starts at a constant k (asmjit-backend/codegen.h, FindCountedLoops). All
+  // of that needs R[A] < R[B] on every pc of the loop, which holds when the loop
+  // has the shape the compiler gives `for i in range(..)`:
+  //  * the instruction just before the head is the loop's entry test,
+  //    JLE_I R[B], R[A] to a pc past the loop, so the body starts with R[A] < R[B];
+  //  * nothing in the loop writes the limit R[B], and nothing but the closing
+  //    FORLOOP_INC (which stops before R[B]) writes the counter R[A];
+  //  * nothing outside the loop jumps into it or to its head, bypassing the test
+  //    (this also makes such loops nest properly, as the machine code's per-head
+  //    tables assume).
+  // A loop with another limit than its test's would otherwise run its body with
+  // the counter past the guard's range: out-of-bounds stores in machine code.
+  Status CheckRangeLoops() {
+    const int n = static_cast<int>(fn_.code.size());
+    std::vector<std::vector<int>> written_at(fn_.num_registers());  // pcs, ascending
+    std::vector<int> reads, writes;
+    for (int pc = 0; pc < n; ++pc) {
+      reads.clear();
+      writes.clear();
+      ReadsAndWrites(fn_.code[pc], &reads, &writes);
+      for (int reg : writes) {
+        if (written_at[reg].empty() || written_at[reg].back() != pc) written_at[reg].push_back(pc);
+      }
+    }
+    // The first pc in [first, last] that writes `reg`, or -1.
+    auto written_in = [&](int reg, int first, int last) {
+      auto it = std::lower_bound(written_at[reg].begin(), written_at[reg].end(), first);
+      return it != written_at[reg].end() && *it <= last ? *it : -1;
+    };
+
+    struct Loop {
+      int head, end;
+    };
+    std::vector<Loop> loops;
+    for (pc_ = 0; pc_ < n; ++pc_) {
+      const Instr& close = fn_.code[pc_];
+      if (close.op != Op::FORLOOP_INC) continue;
+      const int head = close.d, end = pc_, counter = close.a, limit = close.b;
+      const Instr* test = head >= 1 ? &fn_.code[head - 1] : nullptr;
+      if (test == nullptr || test->op != Op::JLE_I || test->a != limit || test->b != counter || test->d <= end) {
+        return FailAt(Cat("the loop at pc ", head, " is not entered through its test (JLE_I of its limit ", limit,
+                          " and counter ", counter, " just before it, jumping past the loop)"));
+      }
+      if (int at = written_in(counter, head, end - 1); at >= 0) {
+        return FailAt(Cat("the loop writes its counter, register ", counter, ", at pc ", at));
+      }
+      if (int at = written_in(limit, head, end); at >= 0) {
+        return FailAt(Cat("the loop writes its limit, register ", limit, ", at pc ", at));
+      }
+      loops.push_back({head, end});
+    }
+
+    // The innermost loop around each pc, with the loops sorted by head (outer
+    // ones first where heads are equal); a loop that starts inside another
+    // must end inside it.
+    std::sort(loops.begin(), loops.end(),
+              [](const Loop& x, const Loop& y) { return x.head != y.head ? x.head < y.head : x.end > y.end; });
+    std::vector<int> innermost(n, -1);
+    std::vector<int> open;
+    size_t next = 0;
+    for (int pc = 0; pc < n; ++pc) {
+      while (!open.empty() && loops[open.back()].end < pc) open.pop_back();
+      for (; next < loops.size() && loops[next].head == pc; ++next) {
+        if (!open.empty() && loops[next].end > loops[open.back()].end) {
+          pc_ = loops[next].end;
+          const Loop& outer = loops[open.back()];
+          return FailAt(Cat("its loop (pcs ", loops[next].head, "..", loops[next].end, ") overlaps the loop at pcs ",
+                            outer.head, "..", outer.end));
+        }
+        open.push_back(static_cast<int>(next));
+      }
+      innermost[pc] = open.empty() ? -1 : open.back();
+    }
+    // Properly nested, a jump stays out of every loop that does not contain it
+    // when it stays out of the innermost loop around its target.
+    for (pc_ = 0; pc_ < n; ++pc_) {
+      const Instr& in = fn_.code[pc_];
+      if (!HasFlag(in.op, kFlagJump)) continue;
+      const int loop = innermost[in.d];
+      if (loop < 0 || (pc_ >= loops[loop].head && pc_ <= loops[loop].end)) continue;
+      return FailAt(Cat("jumps into the loop at pcs ", loops[loop].head, "..", loops[loop].end,
+                        " from outside it, bypassing its entry test"));
+    }
+    return Status();
+  }
+
+  // ---- Definite assignment and iterators ------------------------------------------------------
 
   bool Tracked(int reg) const {
-    return reg < fn_.num_registers() &&
+    return reg >= 0 && reg < fn_.num_registers() &&
            (fn_.registers[reg].kind == Kind::kObject || fn_.registers[reg].kind == Kind::kBuffer);
   }
 
-  // The registers instruction `in` reads that must hold a value, and those it writes.
-  void ReadsAndWrites(const Instr& in, std::vector<int>* reads, std::vector<int>* writes) const {
-    const OpInfo& info = InfoOf(in.op);
-    auto field = [&](Mode mode, int value) {
-      switch (mode) {
-        case Mode::krO:
-        case Mode::krU:
-        case Mode::krUd:
-        case Mode::krUq:
-        case Mode::krUf:
-        case Mode::krUi: reads->push_back(value); break;
-        case Mode::kwO:
-        case Mode::kwU: writes->push_back(value); break;
-        case Mode::ksO:
-          for (int i = 0; i < in.c; ++i) reads->push_back(value + i);
-          break;
-        case Mode::kcO:
-          for (int i = 0; i <= in.c; ++i) reads->push_back(value + i);
-          break;
-        case Mode::ktO:
-          for (int i = 0; i < in.c; ++i) writes->push_back(value + i);
-          break;
-        case Mode::krX:
-          for (int i = 0; i < in.c; ++i) reads->push_back(value + i);
-          break;
-        case Mode::kwX: writes->push_back(value); break;
-        default: break;
-      }
-    };
-    field(info.a, in.a);
-    field(info.b, in.b);
-    field(info.c, in.c);
-    field(info.d, in.d);
-    // CHECK_BOUND_O exists to read a register that may be unassigned; after it,
-    // the register is known to hold a value.
-    if (in.op == Op::CHECK_BOUND_O) {
-      reads->clear();
-      writes->push_back(in.a);
-    }
-  }
+  // What holds on entry to an instruction, on every path to it: the object and
+  // buffer registers assigned, and the object registers that hold an iterator
+  // made by GET_ITER (FOR_ITER calls PyIter_Next, which takes any other object
+  // for an iterator and crashes: a list has no tp_iternext).
+  struct State {
+    RegisterSet assigned;
+    RegisterSet iterators;
+  };
 
-  Status CheckAssignedBeforeRead() {
+  Status CheckDataflow() {
     const int n = static_cast<int>(fn_.code.size());
-    RegisterSet entry;
-    for (int reg = 0; reg < fn_.end_of_constants(); ++reg) entry.set(reg);
-    std::vector<RegisterSet> in_sets(n);
+    State entry;
+    for (int reg = 0; reg < fn_.end_of_constants(); ++reg) entry.assigned.set(reg);
+    std::vector<State> in_states(n);
     std::vector<bool> reached(n, false);
-    in_sets[0] = entry;
+    in_states[0] = entry;
     reached[0] = true;
     std::deque<int> work{0};
     std::vector<int> reads, writes;
@@ -274,22 +493,29 @@ class Verifier {
       reads.clear();
       writes.clear();
       ReadsAndWrites(in, &reads, &writes);
-      RegisterSet out = in_sets[pc];
-      RegisterSet out_on_jump = out;  // FOR_ITER writes only when it falls through
+      const State& before = in_states[pc];
+      State out = before;
       for (int reg : writes) {
-        if (!Tracked(reg)) continue;
-        out.set(reg);
-        if (in.op != Op::FOR_ITER) out_on_jump.set(reg);
+        if (Tracked(reg)) out.assigned.set(reg);
+        out.iterators.reset(reg);
       }
-      auto flow = [&](int target, const RegisterSet& set) {
+      // CHECK_BOUND_O exists to read a register that may be unassigned; after
+      // it, the register is known to hold a value.
+      if (in.op == Op::CHECK_BOUND_O) out.assigned.set(in.a);
+      if (in.op == Op::GET_ITER) out.iterators.set(in.a);
+      if (in.op == Op::MOVE_O && before.iterators.test(in.b)) out.iterators.set(in.a);
+      // FOR_ITER writes R[A] only when it falls through; exhausted, it jumps
+      // with everything as it was.
+      const State out_on_jump = in.op == Op::FOR_ITER ? before : out;
+      auto flow = [&](int target, const State& state) {
         if (!reached[target]) {
           reached[target] = true;
-          in_sets[target] = set;
+          in_states[target] = state;
           work.push_back(target);
         } else {
-          RegisterSet merged = in_sets[target] & set;
-          if (merged != in_sets[target]) {
-            in_sets[target] = merged;
+          State merged{in_states[target].assigned & state.assigned, in_states[target].iterators & state.iterators};
+          if (merged.assigned != in_states[target].assigned || merged.iterators != in_states[target].iterators) {
+            in_states[target] = merged;
             work.push_back(target);
           }
         }
@@ -300,13 +526,19 @@ class Verifier {
     }
     for (pc_ = 0; pc_ < n; ++pc_) {
       if (!reached[pc_]) continue;
+      const Instr& in = fn_.code[pc_];
       reads.clear();
       writes.clear();
-      ReadsAndWrites(fn_.code[pc_], &reads, &writes);
+      ReadsAndWrites(in, &reads, &writes);
+      if (in.op == Op::CHECK_BOUND_O) reads.clear();
       for (int reg : reads) {
-        if (Tracked(reg) && !in_sets[pc_].test(reg)) {
+        if (Tracked(reg) && !in_states[pc_].assigned.test(reg)) {
           return FailAt(Cat("reads register ", reg, " before it is assigned on every path"));
         }
+      }
+      if (in.op == Op::FOR_ITER && !in_states[pc_].iterators.test(in.b)) {
+        return FailAt(Cat("reads register ", static_cast<int>(in.b),
+                          ", which does not hold an iterator from GET_ITER on every path"));
       }
     }
     return Status();

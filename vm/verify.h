@@ -7,20 +7,34 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "vm/code.h"
 #include "vm/status.h"
 
 namespace ppy {
 
-// Checks one function of `module`: operand ranges and register kinds, jump
-// targets, constants, typed calls against their callees' signatures, that no
+// Checks one function of `module`: operand ranges (in both directions, for
+// every operand the opcode table gives a register, a span, a target or a table
+// id) and register kinds, buffer moves that keep their element type, jump
+// targets, backward jumps only through the loop instructions that check for
+// Ctrl-C, constants, typed calls against their callees' signatures, that no
 // instruction writes a constant register, that control cannot run off the end,
-// and that every object or buffer register is assigned on every path before an
-// instruction reads it.
+// that every object or buffer register is assigned on every path before an
+// instruction reads it, that FOR_ITER reads an iterator GET_ITER made on every
+// path, and the shape of every FORLOOP_INC loop (entered only through its test,
+// counter and limit unchanged in the body) that the interpreter's and the
+// machine code's loop arithmetic rely on.
 Status VerifyFunction(const ModuleCode& module, const FunctionCode& fn);
 
 // Verifies every function of `module`.
 Status VerifyModule(const ModuleCode& module);
+
+// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, no
+// code point past U+10FFFF) without NUL characters. Every name and header
+// string read from a cache file must be: Python decodes them strictly (a bad
+// one would raise UnicodeDecodeError where a corrupt entry must be reported)
+// and C code passes them on as C strings.
+bool IsValidText(std::string_view text);
 
 }  // namespace ppy

@@ -85,6 +85,23 @@ def test_corrupt_machine_code_is_ignored(runner, example):
     assert "jit: compiled standardize" in run.stderr
 
 
+def test_machine_code_whose_header_strings_are_not_text_is_ignored(runner, example):
+    from ppy import _ppy
+
+    runner.ppy("build", "--warm", example)
+    path = _jit_file(runner.cache_dir)
+    data = bytearray(path.read_bytes())
+    at = data.find(_ppy.JIT_TARGET.encode())
+    assert at > 0
+    data[at] = 0xFF  # no longer UTF-8; the checksum made to match, as a forger would
+    body = bytes(data[:-8])
+    path.write_bytes(body + int(_ppy.digest(body)[:16], 16).to_bytes(8, "little"))
+    run = runner.ppy("run", "--trace", "features.ppy", cwd=example)
+    assert run.stdout == SEED_LINE, run.stderr
+    assert "not using" in run.stderr and "not UTF-8 text" in run.stderr
+    assert "jit: compiled standardize" in run.stderr
+
+
 SPIN = """\
 def spin(n: int) -> int:
     total = 0
