@@ -216,6 +216,7 @@ class FunctionChecker {
   Type CheckName(Expr& expr);
   Type CheckAttribute(Expr& expr);
   Type CheckSubscript(Expr& expr);
+  void CheckNotBoolIndex(const Expr& index, const Type& index_type);
   Type CheckCall(Expr& expr);
   Type CheckTypedCall(Expr& expr, int function);
   Type CheckMathCall(Expr& expr, const std::string& name);
@@ -1035,6 +1036,7 @@ void FunctionChecker::CheckAssignTarget(Expr& target, Type value, const Loc& val
           if (!index_type.is_integral() && !index_type.is_object()) {
             Error(index.loc, absl::StrCat("buffer indices must be integers, not ", index_type.name()));
           }
+          CheckNotBoolIndex(index, index_type);
           if (!StorableIn(base.element(), value)) {
             Error(value_loc, absl::StrCat("cannot store ", value.name(), " into ", base.name()));
           }
@@ -1101,6 +1103,7 @@ void FunctionChecker::CheckAugAssign(Stmt& stmt) {
           Error(index.loc, "buffer indices must be integers");
           return;
         }
+        CheckNotBoolIndex(index, index_type);
         Type element = base.element();
         target.type = element;
         Type result = BinaryType(stmt.bin_op, element, value, stmt.value.get(), stmt.loc);
@@ -1295,6 +1298,18 @@ Type FunctionChecker::CheckAttribute(Expr& expr) {
   return Type::Object();
 }
 
+// A bool indexing a buffer means different things to different exporters:
+// array.array, bytearray and memoryview read it as 0 or 1, numpy and torch as a
+// mask (all elements or none). Compiled code cannot know the exporter, so a
+// bool-typed index is an error (the function runs as Python, which does what
+// the exporter does) with the spelling that says which one was meant.
+void FunctionChecker::CheckNotBoolIndex(const Expr& index, const Type& index_type) {
+  if (!index_type.is_bool()) return;
+  Error(index.loc,
+        "a bool as a buffer index (numpy and torch read it as a mask, array.array as 0 or 1): "
+        "write int(...) for an element");
+}
+
 Type FunctionChecker::CheckSubscript(Expr& expr) {
   Type base = Check(*expr.children[0]);
   Expr& index = *expr.children[1];
@@ -1305,6 +1320,7 @@ Type FunctionChecker::CheckSubscript(Expr& expr) {
     if (!index_type.is_integral() && !index_type.is_object() && index_type.is_known()) {
       Error(index.loc, absl::StrCat("buffer indices must be integers, not ", index_type.name()));
     }
+    CheckNotBoolIndex(index, index_type);
     return base.element();
   }
   if (base.is_object()) return Type::Object();

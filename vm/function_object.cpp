@@ -379,6 +379,14 @@ PyObject* ModuleAttach(PyObject* op, PyObject* globals) {
     return nullptr;
   }
   self->code->defs_bind_names = true;  // the module's defs run in `globals`
+  // Tracebacks name the file as this import found it, not as the builder's
+  // path spelled it (what importlib's _fix_co_filename does for a .pyc).
+  PyObject* file = PyDict_GetItemString(globals, "__file__");  // borrowed
+  if (file != nullptr && PyUnicode_Check(file)) {
+    const char* path = PyUnicode_AsUTF8(file);
+    if (path == nullptr) return nullptr;
+    self->code->filename = path;
+  }
   Py_RETURN_NONE;
 }
 
@@ -416,7 +424,11 @@ bool InitFunctionTypes(PyObject* extension) {
   CompiledModuleType.tp_methods = kModuleMethods;
   CompiledModuleType.tp_getset = kModuleGetSet;
 
-  FunctionType.tp_name = "ppy._ppy.Function";
+  // Named as CPython's own functions are, so that type(f), its repr and every
+  // error message that names the type (`unsupported operand type(s) for +:
+  // 'function' and 'int'`) read as they do under plain Python. The type stays
+  // reachable as ppy._ppy.Function.
+  FunctionType.tp_name = "function";
   FunctionType.tp_basicsize = sizeof(FunctionObject);
   SetFunctionLikeSlots(&FunctionType);
   FunctionType.tp_doc = "A function of a .ppy module, run by the ppy VM.";

@@ -186,7 +186,7 @@ PyGetSetDef kGetSet[] = {
 PyTypeObject RegionFunctionType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 bool InitRegionFunctionType(PyObject* extension) {
-  RegionFunctionType.tp_name = "ppy._ppy.RegionFunction";
+  RegionFunctionType.tp_name = "function";  // as FunctionType: reads as a Python function
   RegionFunctionType.tp_basicsize = sizeof(RegionFunctionObject);
   SetFunctionLikeSlots(&RegionFunctionType);
   RegionFunctionType.tp_doc = "A function of a .ppy module run as an ATen op sequence.";

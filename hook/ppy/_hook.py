@@ -431,6 +431,11 @@ def execute(module, source_path):
     map_machine_code(loaded)
     _trace.functions_bound(module.__name__, loaded.metadata, loaded.compiled)
     code = marshal.loads(loaded.compiled.extras[MODULE_CODE])
+    # The builder may have named the file otherwise (`ppy build .`: ./k.ppy);
+    # tracebacks show the path this import found, as for a .pyc.
+    import _imp
+
+    _imp._fix_co_filename(code, namespace["__file__"])
     exec(code, namespace)
 
 

@@ -61,7 +61,7 @@ def test_program_matches_cpython(runner, program, mode):
 @pytest.mark.parametrize("program", PROGRAMS + EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_program_functions_compile(runner, program):
     report = runner.ppy("check", "-v", program, cwd=program.parent)
-    tiers = dict(re.findall(r"^\S+:\d+: (\w+): (\w+)", report.stdout, re.M))
+    tiers = dict(re.findall(r"^\S+\.ppy:\d+: (\w+): (\w+)", report.stdout, re.M))
     assert tiers, report.stdout + report.stderr
     expected_python = _declared_fallbacks(program)
     for name, tier in tiers.items():
