@@ -237,3 +237,26 @@ def test_trace_reports_the_cache_the_tiers_and_a_summary(runner):
     assert "ppy trace: module __main__ (features.ppy): cache hit, loaded in" in second.stderr
     summary = second.stderr.split("summary:")[1]
     assert "__main__.standardize" in summary and "1 calls" in summary and "jit entries" in summary
+
+
+def test_tracebacks_name_the_file_as_the_import_found_it(runner, tmp_path):
+    # Built from inside the folder, by a relative path: the entry records ./k.ppy.
+    _write(tmp_path, "k.ppy", """\
+        def fail(n: int) -> int:
+            return n // 0
+
+        def python_fail(n):
+            return [n][5]
+        """)
+    assert runner.ppy("build", ".", cwd=tmp_path).returncode == 0
+    probe = ("import sys, ppy; sys.path.insert(0, sys.argv[1]); import k\n"
+             "for f in (k.fail, k.python_fail):\n"
+             "    try:\n"
+             "        f(1)\n"
+             "    except Exception as e:\n"
+             "        import traceback; print(traceback.extract_tb(e.__traceback__)[-1].filename)\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    native = runner.python("-c", probe, str(tmp_path), cwd=elsewhere)
+    plain = runner.python("-c", probe, str(tmp_path), cwd=elsewhere, PPY_IMPORT="python")
+    assert native.stdout == plain.stdout == f"{tmp_path / 'k.ppy'}\n" * 2, native.stderr
