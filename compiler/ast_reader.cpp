@@ -150,8 +150,24 @@ class Reader {
     return expr;
   }
 
+  // Expressions nest as deep as CPython's parser lets them (a generated
+  // `x + x + ... + x` is thousands deep), and every later pass recurses over
+  // them on the C stack of whichever thread imports. Past this depth the rest
+  // of an expression is not read: it becomes a construct ppy does not compile,
+  // so its function runs as Python (CPython compiles it), and no pass recurses
+  // deeper than this.
+  static constexpr int kMaxExpressionDepth = 500;
+
   ExprPtr Expression(PyObject* node) {
     if (failed_) return nullptr;
+    if (depth_ >= kMaxExpressionDepth) return Unsupported(node, "an expression nested too deeply");
+    ++depth_;
+    ExprPtr expr = ReadExpression(node);
+    --depth_;
+    return expr;
+  }
+
+  ExprPtr ReadExpression(PyObject* node) {
     auto expr = std::make_unique<Expr>();
     expr->loc = LocOf(node);
     if (Is(node, "Constant")) {
@@ -495,6 +511,7 @@ class Reader {
   }
 
   bool failed_ = false;
+  int depth_ = 0;  // of the expression being read
 };
 
 }  // namespace

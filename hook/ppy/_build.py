@@ -42,13 +42,15 @@ def rewrite(tree, functions):
         else:
             continue
         node = tree.body[function["statement"]]
-        binder = ast.Call(
-            func=ast.Attribute(value=ast.Name("__ppy_module__", ast.Load()), attr=method, ctx=ast.Load()),
-            args=[ast.Constant(index)],
-            keywords=[],
-        )
-        node.decorator_list.append(ast.copy_location(binder, node))
-    ast.fix_missing_locations(tree)
+        module = ast.Name("__ppy_module__", ast.Load())
+        attribute = ast.Attribute(value=module, attr=method, ctx=ast.Load())
+        argument = ast.Constant(index)
+        binder = ast.Call(func=attribute, args=[argument], keywords=[])
+        # Each new node at the def's location; not ast.fix_missing_locations,
+        # whose recursion fails on expressions CPython compiles (thousands deep).
+        for new in (module, attribute, argument, binder):
+            ast.copy_location(new, node)
+        node.decorator_list.append(binder)
     return tree
 
 
@@ -62,7 +64,17 @@ def build(source, filename, module_name, abi, key, source_digest, dependencies, 
     """
     regions_on = torch not in (None, _hook.NO_EXECUTOR)
     tree, functions, diagnostics, code, regions = _compiler.compile(source, filename, module_name, regions_on)
-    module_code = compile(rewrite(tree, functions), filename, "exec", dont_inherit=True)
+    try:
+        module_code = compile(rewrite(tree, functions), filename, "exec", dont_inherit=True)
+    except RecursionError:
+        # CPython compiles deeper expressions from source text than from an
+        # AST object (generated code thousands deep): then the module runs as
+        # plain Python, exactly as CPython would run it.
+        module_code = compile(source, filename, "exec", dont_inherit=True)
+        for function in functions:
+            if function["compiled"] or function["region"] >= 0:
+                function.update(compiled=False, region=-1, reason="a module nested too deeply to rewrite",
+                                reason_loc=(function["line"], 0, function["line"], 0))
     metadata = {
         "functions": functions,
         "diagnostics": diagnostics,

@@ -57,8 +57,8 @@ def _imported_names(source):
 
     try:
         tree = ast.parse(source)
-    except SyntaxError:
-        return []
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []  # the build reports it, as CPython would
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -74,6 +74,12 @@ def _command_check(args):
             sys.stdout.write(_syntax_error_text(error, source))
             failed = True
             continue
+        except (RecursionError, MemoryError) as error:
+            # What CPython's own compile raises for a source nested too deeply.
+            sys.stdout.write(_compiler.render_diagnostic("error", (1, 0, 1, 1), f"{type(error).__name__}: {error}",
+                                                         path, source))
+            failed = True
+            continue
         for severity, loc, message in diagnostics:
             sys.stdout.write(_compiler.render_diagnostic(severity, loc, message, path, source))
             failed = failed or severity == "error"
@@ -123,6 +129,10 @@ def _command_build(args):
         except SyntaxError as error:
             with open(path, "rb") as handle:
                 sys.stdout.write(_syntax_error_text(error, handle.read()))
+            failed = True
+            continue
+        except (RecursionError, MemoryError) as error:
+            print(f"{path}:1:1: error: {type(error).__name__}: {error}")
             failed = True
             continue
         if _native_failures(loaded, path):

@@ -60,3 +60,31 @@ def test_a_function_too_large_for_the_jit_stays_on_the_interpreter(runner, tmp_p
                            PPY_JIT="eager", PPY_TRACE="1", timeout=300)
     assert result.stdout == expected.stdout.strip() + " vm\n", result.stderr[-2000:]
     assert "too large for machine code" in result.stderr
+
+
+@pytest.mark.parametrize("terms", [600, 2000])
+def test_deep_expressions_run_as_cpython_runs_them(runner, tmp_path, terms):
+    """A generated expression thousands deep: the function runs as Python
+    (CPython compiles it), the module's other functions as before where the
+    module can still be rewritten, and nothing crashes, even in a thread with a
+    1 MiB stack."""
+    sum_of_terms = " + ".join(["x"] * terms)
+    _write(tmp_path, "deep.ppy", f"def f(x: int) -> int:\n    return {sum_of_terms}\n\n\n"
+                                 "def g(x: int) -> int:\n    return x + 1\n")
+    probe = textwrap.dedent("""\
+        import sys, threading
+        def run():
+            import ppy, deep
+            print(deep.f(1), deep.g(1), ppy.tier(deep.f))
+        threading.stack_size(1 << 20)
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join()
+        """)
+    plain = runner.python("-c", probe, cwd=tmp_path, PPY_IMPORT="python")
+    native = runner.python("-c", probe, cwd=tmp_path)
+    assert plain.returncode == native.returncode == 0, native.stderr[-3000:]
+    assert plain.stdout == f"{terms} 2 python\n"
+    assert native.stdout == plain.stdout, native.stderr[-3000:]
+    check = runner.ppy("check", "-v", "deep.ppy", cwd=tmp_path)
+    assert "f: python (an expression nested too deeply" in check.stdout, check.stdout + check.stderr
