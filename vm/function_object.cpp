@@ -39,6 +39,7 @@ class BorrowedBuffers {
     for (int i = 0; i < acquired_; ++i) {
       if (raws_[i].obj != nullptr) PyBuffer_Release(&raws_[i]);
       if (written_tensors_ & (uint64_t{1} << (i & 63))) MarkTorchTensorWritten(views_[i].owner);
+      Py_CLEAR(views_[i].storage);
     }
   }
   bool Acquire(PyObject* obj, const FunctionCode& fn, const Param& param, Value* out) {

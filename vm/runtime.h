@@ -42,6 +42,11 @@ struct BufferView {
   bool readonly = false;
   char format = 'B';          // the struct format character, for messages
   PyObject* owner = nullptr;  // borrowed, for messages
+  // Owned: a torch tensor's storage, held for the call, so that a callback
+  // that re-points the tensor (t.set_(...), t.data = ...) cannot free the
+  // memory the call is using. (Not a lock: a resize_ that reallocates the
+  // storage still moves it; see docs/interop.md.)
+  PyObject* storage = nullptr;
 };
 
 // ---- Errors ---------------------------------------------------------------------

@@ -69,3 +69,42 @@ def test_writes_to_tensors_respect_autograd(runner, tmp_path):
         "neg refused: True",
         "uint16 65538",
     ]
+
+
+def test_a_callback_that_repoints_the_tensor_cannot_free_the_memory_in_use(runner, tmp_path):
+    """The call holds the tensor's storage: after `t.set_(...)` or `t.data = ...`
+    in a callback, the old memory stays allocated until the call returns
+    (valgrind and the sanitizer build would see a use after free otherwise)."""
+    (tmp_path / "repoint.ppy").write_text(textwrap.dedent("""
+        from ppy import Buffer
+
+        def write_around(xs: Buffer[float], callback: object) -> float:
+            for i in range(len(xs)):
+                xs[i] = 1.0
+            callback()
+            s: float = 0.0
+            for i in range(len(xs)):
+                xs[i] = 2.0
+                s += xs[i]
+            return s
+    """))
+    probe = textwrap.dedent("""
+        import gc, ppy, torch, repoint
+        for how in ("set_", "data"):
+            t = torch.zeros(1 << 16, dtype=torch.float64)
+            def callback():
+                other = torch.full((4,), 7.0, dtype=torch.float64)
+                if how == "set_":
+                    t.set_(other)
+                else:
+                    t.data = other
+                gc.collect()
+                torch.zeros(1 << 16, dtype=torch.float64).fill_(3.0)  # reuse freed memory, if any
+            print(how, repoint.write_around(t, callback), t.tolist())
+    """)
+    result = runner.python("-c", probe, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # The writes after the callback land in the memory the call borrowed,
+    # never in freed memory; the tensor itself now shows the new storage.
+    assert lines == [f"{how} {2.0 * (1 << 16)} [7.0, 7.0, 7.0, 7.0]" for how in ("set_", "data")], result.stdout
