@@ -1,5 +1,6 @@
 """The `ppy` command: check, build, run, dis, clean."""
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -180,3 +181,26 @@ def test_clean_removes_cache_folders(runner, tmp_path):
 def test_version_and_help(runner):
     assert runner.ppy("--version").stdout.startswith("ppy 0.1.0")
     assert "build" in runner.ppy("--help").stdout
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameter syntax is new in Python 3.12")
+def test_type_parameters_and_type_aliases_run_as_python(runner, tmp_path):
+    path = _write(tmp_path, "generic.ppy", """\
+        type Pair = tuple[int, int]
+
+        def first[T](items: list[T]) -> T:
+            return items[0]
+
+        def twice(n: int) -> int:
+            return 2 * n
+
+        if __name__ == "__main__":
+            print(first([3, 4]), twice(first([5])), Pair.__value__)
+        """)
+    check = runner.ppy("check", "-v", path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert f"{path}:3: first: python (type parameters (def f[T]) at {path}:3:11)" in check.stdout, check.stdout
+    assert f"{path}:6: twice: vm" in check.stdout
+    plain = runner.python(path, PPY_IMPORT="python")
+    native = runner.ppy("run", path)
+    assert native.stdout == plain.stdout == "3 10 tuple[int, int]\n", native.stderr
