@@ -3,7 +3,10 @@ under CPython (`python X.ppy`) and under ppy (`ppy run X.ppy`), and the two must
 print exactly the same bytes and exit the same way.
 
 A program also says which of its functions are meant to run as Python: a line
-`# ppy-fallback: name, name` near the top. Every other top-level function must
+`# ppy-fallback: name, name` near the top. Under PPY_JIT=eager machine code
+must have run (the trace's summary counts the entries), unless the program
+says `# ppy-machine-code: none` (object-mode code, which machine code leaves to
+the interpreter); under PPY_JIT=0 it must not have. Every other top-level function must
 compile (`ppy check -v` says "vm", or "region" for an ATen region), so a program
 cannot pass by quietly falling back to the interpreter it is compared against.
 
@@ -38,9 +41,18 @@ def _declared_fallbacks(path):
     return {name.strip() for name in match.group(1).split(",")} if match else set()
 
 
+def _runs_no_machine_code(path):
+    """Object-mode programs (and the seed's model, a region) compile to machine
+    code that leaves every instruction to the interpreter; they say so with a
+    line `# ppy-machine-code: none`."""
+    return path.name == "model.ppy" or re.search(r"^# ppy-machine-code: none", path.read_text(), re.M) is not None
+
+
 def _comparable(output):
     return re.sub(r"^# aten region: (True|False)$", "# aten region: <tier>", output, flags=re.M)
 
+
+SUMMARY = re.compile(r"^ppy trace:\s+\S+\s+(\d+) calls\s+\S+ ms\s+(\d+) jit entries$", re.M)
 
 # The interpreter alone, and every function compiled to machine code before
 # its first call (the differential suite's view of the JIT).
@@ -53,9 +65,16 @@ def test_program_matches_cpython(runner, program, mode):
     if _needs_torch(program) and not HAVE_TORCH:
         pytest.skip("torch is not installed")
     expected = runner.python(program, cwd=program.parent, PPY_IMPORT="python")
-    actual = runner.ppy("run", program, cwd=program.parent, **MODES[mode])
+    actual = runner.ppy("run", program, cwd=program.parent, PPY_TRACE="1", **MODES[mode])
     assert _comparable(actual.stdout) == _comparable(expected.stdout), actual.stderr
     assert actual.returncode == expected.returncode, actual.stderr
+    # The trace's summary says where calls ran: in "jit" mode machine code must
+    # have run, so the mode cannot pass by silently staying on the interpreter.
+    summary = [(int(calls), int(entries)) for calls, entries in SUMMARY.findall(actual.stderr)]
+    if mode == "jit" and any(calls for calls, _ in summary) and not _runs_no_machine_code(program):
+        assert any(entries for _, entries in summary), actual.stderr[-3000:]
+    if mode == "vm":
+        assert not any(entries for _, entries in summary), actual.stderr[-3000:]
 
 
 @pytest.mark.parametrize("program", PROGRAMS + EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
