@@ -49,10 +49,15 @@ PyObject* Load(PyObject*, PyObject* args) {
     return RaiseEntryError(problem == EntryProblem::kVersion ? "version" : "corrupt", std::string(entry.status().message()));
   }
   PyObject* extras = PyDict_New();
+  if (extras == nullptr) return nullptr;
   for (const auto& [tag, payload] : entry->extra_sections) {
     PyObject* bytes = PyBytes_FromStringAndSize(payload.data(), payload.size());
-    PyDict_SetItemString(extras, tag.c_str(), bytes);
-    Py_DECREF(bytes);
+    int stored = bytes != nullptr ? PyDict_SetItemString(extras, tag.c_str(), bytes) : -1;
+    Py_XDECREF(bytes);
+    if (stored < 0) {
+      Py_DECREF(extras);
+      return nullptr;
+    }
   }
   PyObject* module = NewCompiledModule(std::move(entry->module), extras);
   Py_DECREF(extras);

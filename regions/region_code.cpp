@@ -1,5 +1,6 @@
 #include "regions/region_code.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -11,6 +12,10 @@ namespace {
 constexpr uint32_t kSectionMagic = 0x4e474552;  // "REGN"
 constexpr uint32_t kFormatVersion = 1;
 constexpr size_t kMaxCount = 1 << 20;
+
+// A count of things that follow in the section: each takes at least a byte,
+// so a count past the bytes left is corrupt (and must not size an allocation).
+size_t CountIn(Reader& in) { return in.Count(std::min(kMaxCount, in.remaining())); }
 constexpr int kMaxListDepth = 1;
 
 struct KindName {
@@ -132,10 +137,13 @@ bool ReadOperand(Reader& in, Operand* operand, int depth) {
       std::memcpy(&operand->float_value, &bits, sizeof bits);
       break;
     }
-    case Operand::Kind::kString: operand->text = in.Str(); break;
+    case Operand::Kind::kString:
+      operand->text = in.Str();
+      if (!IsValidText(operand->text)) return false;  // see NamesAreText
+      break;
     case Operand::Kind::kList: {
       if (depth >= kMaxListDepth) return false;
-      size_t count = in.Count(kMaxCount);
+      size_t count = CountIn(in);
       operand->items.resize(count);
       for (Operand& item : operand->items) {
         if (!ReadOperand(in, &item, depth + 1)) return false;
@@ -153,7 +161,7 @@ void WriteSlots(Writer& out, const std::vector<int32_t>& slots) {
 }
 
 std::vector<int32_t> ReadSlots(Reader& in) {
-  std::vector<int32_t> slots(in.Count(kMaxCount));
+  std::vector<int32_t> slots(CountIn(in));
   for (int32_t& slot : slots) slot = static_cast<int32_t>(in.Signed());
   return slots;
 }
@@ -174,7 +182,8 @@ class Verifier {
       return Status::Error("slot names do not match the slot count");
     }
     int32_t num_params = static_cast<int32_t>(region_.params.size());
-    if (region_.num_posonly < 0 || region_.num_kwonly < 0 || region_.num_posonly + region_.num_kwonly > num_params) {
+    if (region_.num_posonly < 0 || region_.num_kwonly < 0 ||
+        int64_t{region_.num_posonly} + region_.num_kwonly > num_params) {
       return Status::Error("parameter kinds out of range");
     }
     defined_.assign(region_.num_tensor_slots, false);
@@ -391,16 +400,34 @@ std::string SerializeRegions(const std::vector<RegionCode>& regions) {
   return std::move(out.out());
 }
 
+namespace {
+
+// Every string of a region is shown to Python (ppy dis, tracebacks) or passed
+// on as a C string: like every string of an entry it must be UTF-8 text
+// without NUL (vm/bytes.h IsValidText), or the section is corrupt.
+bool NamesAreText(const RegionCode& region) {
+  if (!IsValidText(region.name) || !IsValidText(region.filename)) return false;
+  for (const RegionParam& param : region.params) {
+    if (!IsValidText(param.name)) return false;
+  }
+  for (const std::string& name : region.slot_names) {
+    if (!IsValidText(name)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 StatusOr<std::vector<RegionCode>> ParseRegions(std::string_view data) {
   Reader in(data);
   if (in.U32() != kSectionMagic) return Status::Error("not a region section");
   if (in.U32() != kFormatVersion) return Status::Error("another region format version");
-  std::vector<RegionCode> regions(in.Count(kMaxCount));
+  std::vector<RegionCode> regions(CountIn(in));
   for (RegionCode& region : regions) {
     region.name = in.Str();
     region.filename = in.Str();
     region.line = static_cast<int32_t>(in.Signed());
-    region.params.resize(in.Count(kMaxCount));
+    region.params.resize(CountIn(in));
     for (RegionParam& param : region.params) {
       param.name = in.Str();
       param.is_tensor = in.U8() != 0;
@@ -416,12 +443,12 @@ StatusOr<std::vector<RegionCode>> ParseRegions(std::string_view data) {
     }
     region.slot_names.resize(region.num_tensor_slots);
     for (std::string& name : region.slot_names) name = in.Str();
-    region.instructions.resize(in.Count(kMaxCount));
+    region.instructions.resize(CountIn(in));
     for (Instruction& instruction : region.instructions) {
       instruction.op = static_cast<Op>(in.Varint());
       instruction.line = static_cast<int32_t>(in.Signed());
       instruction.col = static_cast<int32_t>(in.Signed());
-      instruction.operands.resize(in.Count(kMaxCount));
+      instruction.operands.resize(CountIn(in));
       for (Operand& operand : instruction.operands) {
         if (!ReadOperand(in, &operand, 0)) return Status::Error("bad operand in region section");
       }
@@ -431,6 +458,7 @@ StatusOr<std::vector<RegionCode>> ParseRegions(std::string_view data) {
     region.results = ReadSlots(in);
     region.returns_tuple = in.U8() != 0;
     if (!in.ok()) return Status::Error("truncated region section");
+    if (!NamesAreText(region)) return Status::Error("a name in the region section is not UTF-8 text");
     Status verified = VerifyRegion(region);
     if (!verified.ok()) return Status::Error(Cat("region ", region.name, ": ", verified.message()));
   }

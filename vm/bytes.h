@@ -100,4 +100,42 @@ class Reader {
   bool ok_ = true;
 };
 
+// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, no
+// code point past U+10FFFF) without NUL characters. Every name and header
+// string read from a cache file must be: Python decodes them strictly (a bad
+// one would raise UnicodeDecodeError where a corrupt entry must be reported)
+// and C code passes them on as C strings.
+inline bool IsValidText(std::string_view text) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t size = text.size();
+  for (size_t i = 0; i < size;) {
+    const unsigned char lead = bytes[i];
+    if (lead == 0) return false;
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length;
+    uint32_t code, lowest;
+    if ((lead & 0xE0) == 0xC0) {
+      length = 2, code = lead & 0x1F, lowest = 0x80;
+    } else if ((lead & 0xF0) == 0xE0) {
+      length = 3, code = lead & 0x0F, lowest = 0x800;
+    } else if ((lead & 0xF8) == 0xF0) {
+      length = 4, code = lead & 0x07, lowest = 0x10000;
+    } else {
+      return false;  // a continuation byte, or a lead byte no code point has
+    }
+    if (size - i < length) return false;
+    for (size_t k = 1; k < length; ++k) {
+      if ((bytes[i + k] & 0xC0) != 0x80) return false;
+      code = (code << 6) | (bytes[i + k] & 0x3F);
+    }
+    // Overlong forms, UTF-16 surrogates and code points past Unicode's last.
+    if (code < lowest || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += length;
+  }
+  return true;
+}
+
 }  // namespace ppy

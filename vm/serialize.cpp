@@ -429,8 +429,10 @@ StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_version, 
     int64_t line = fn.first_line;
     fn.lines.reserve(num_code);
     for (size_t i = 0; i < num_code; ++i) {
-      line += lines.Signed();
-      if (!lines.ok() || line < 0 || line > INT32_MAX) return Status::Error("bad line table");
+      // (The delta is untrusted: the sum must not overflow on the way to the check.)
+      if (__builtin_add_overflow(line, lines.Signed(), &line) || !lines.ok() || line < 0 || line > INT32_MAX) {
+        return Status::Error("bad line table");
+      }
       fn.lines.push_back(static_cast<int32_t>(line));
     }
   }
@@ -444,6 +446,11 @@ StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_version, 
     if (tag != "FUNC" && tag != "CODE" && tag != "KONS" && tag != "LINE") {
       std::string trimmed = tag;
       while (!trimmed.empty() && trimmed.back() == ' ') trimmed.pop_back();
+      // A tag is a Python dict key (the module's extras): printable ASCII, as
+      // every tag ppy writes is, or the entry is corrupt.
+      bool printable = !trimmed.empty();
+      for (char c : trimmed) printable &= c > ' ' && c < 0x7f;
+      if (!printable) return Status::Error("a section tag that is not printable ASCII");
       entry.extra_sections[trimmed] = std::string(payload);
     }
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "vm/bytes.h"  // IsValidText
 #include "vm/code.h"
 #include "vm/status.h"
 
@@ -29,12 +30,5 @@ Status VerifyFunction(const ModuleCode& module, const FunctionCode& fn);
 
 // Verifies every function of `module`.
 Status VerifyModule(const ModuleCode& module);
-
-// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, no
-// code point past U+10FFFF) without NUL characters. Every name and header
-// string read from a cache file must be: Python decodes them strictly (a bad
-// one would raise UnicodeDecodeError where a corrupt entry must be reported)
-// and C code passes them on as C strings.
-bool IsValidText(std::string_view text);
 
 }  // namespace ppy

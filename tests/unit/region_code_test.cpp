@@ -100,6 +100,32 @@ TEST(RegionCode, VerifierRejectsBadSlotsKindsAndCounts) {
   rejects([](RegionCode& c) { c.results = {2}; }, "result released");
   rejects([](RegionCode& c) { c.results.clear(); }, "no result");
   rejects([](RegionCode& c) { c.slot_names.pop_back(); }, "slot names");
+  // Found by fuzz_regions: two int32 counts whose sum overflowed past the check.
+  rejects([](RegionCode& c) { c.num_posonly = 2147483647, c.num_kwonly = 115343360; }, "parameter kinds overflow");
+}
+
+// Every name of a region reaches Python or C code as text: one that is not
+// UTF-8 (or holds a NUL) makes the section corrupt (found by fuzz_entry: ppy
+// dis raised UnicodeDecodeError).
+TEST(RegionCode, RejectsNamesThatAreNotText) {
+  for (auto mutate : std::initializer_list<void (*)(RegionCode&)>{
+           [](RegionCode& c) { c.name = "f\xff"; },
+           [](RegionCode& c) { c.filename = std::string("a\0b", 3); },
+           [](RegionCode& c) { c.params[0].name = "\xc0\x80"; },
+           [](RegionCode& c) { c.slot_names[0] = "\xed\xa0\x80"; },
+       }) {
+    RegionCode code = SmallRegion();
+    mutate(code);
+    EXPECT_FALSE(ParseRegions(SerializeRegions({code})).ok()) << DescribeRegion(code);
+  }
+}
+
+// A count larger than the bytes left is corrupt before anything is allocated
+// for it (found by fuzz_regions: 11 bytes asked for 192 MiB).
+TEST(RegionCode, RejectsCountsPastTheEndBeforeAllocating) {
+  const std::string amplified("REGN\x01\x00\x00\x00\x80\x80\x40", 11);
+  StatusOr<std::vector<RegionCode>> parsed = ParseRegions(amplified);
+  EXPECT_FALSE(parsed.ok());
 }
 
 }  // namespace

@@ -49,6 +49,21 @@ TEST(Serialize, RoundTripsCodeConstantsAndLines) {
   }
 }
 
+// A section tag becomes a key of the module's extras dict: one that is not
+// printable ASCII is a corrupt entry (found by fuzz_entry: _ppy.load raised
+// SystemError, which the hook did not take for a corrupt entry).
+TEST(Serialize, RejectsSectionTagsThatAreNotPrintableAscii) {
+  auto compiled = testing::Compile(kSource);
+  EntryHeader header{kBytecodeVersion, "test-version", "cpython-311", "key123"};
+  for (const char* tag : {"\xff\xfeXY", "AB\x01C", "A\x7f"}) {
+    std::string data = SerializeEntry(header, *compiled->result.code, {{tag, "payload"}});
+    EntryProblem problem;
+    StatusOr<Entry> entry = ParseEntry(data, "test-version", &problem);
+    EXPECT_FALSE(entry.ok()) << tag;
+    EXPECT_EQ(problem, EntryProblem::kCorrupt);
+  }
+}
+
 TEST(Serialize, ReportsAnotherVersionBeforeReadingFurther) {
   std::string data = SampleEntry();
   EntryProblem problem;
