@@ -3,7 +3,9 @@
 # ctest, natively and cross-built for AArch64 under qemu, then pytest (hook,
 # cache, CLI, the differential suite in every mode, launches) on every CPython
 # ppy supports that this machine has: 3.11, 3.12 and 3.13, each from a wheel
-# of its own installed into a virtual environment under build/.
+# of its own installed into a virtual environment under build/; then the
+# fuzzers for a minute each and the sanitizer build. The run fails if any step
+# fails, and goes on to the next step either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -67,6 +69,15 @@ for version in 3.11 3.12 3.13; do
     status=1
   fi
 done
-echo "test: pytest per interpreter"
+
+# Hardening: each libFuzzer target for a minute (the bugs they ever found are
+# replayed first), then the unit tests and the differential suite built with
+# AddressSanitizer and UndefinedBehaviorSanitizer (docs/fuzzing.md).
+echo "test: fuzzers, 60 s each"
+if scripts/fuzz.sh 60; then summary+=("fuzzers: passed"); else summary+=("fuzzers: FAILED"); status=1; fi
+echo "test: ASan+UBSan build of the unit tests and the differential suite"
+if scripts/sanitize.sh; then summary+=("sanitizers: passed"); else summary+=("sanitizers: FAILED"); status=1; fi
+
+echo "test: summary"
 for line in "${summary[@]}"; do echo "  ${line}"; done
 exit "$status"
