@@ -6,39 +6,16 @@ namespace ppy::jit {
 
 void RegistersOf(const FunctionCode& fn, const Instr& in, RegisterSet* reads, RegisterSet* writes) {
   const OpInfo& info = InfoOf(in.op);
-  auto mark = [&](RegisterSet* set, int first, int count) {
-    for (int i = 0; i < count && first + i < kMaxRegisters; ++i) set->set(first + i);
-  };
-  auto field = [&](Mode mode, int value) {
-    switch (mode) {
-      case Mode::krI:
-      case Mode::krF:
-      case Mode::krO:
-      case Mode::krU:
-      case Mode::krUd:
-      case Mode::krUq:
-      case Mode::krUf:
-      case Mode::krUi: mark(reads, value, 1); break;
-      case Mode::kwI:
-      case Mode::kwF:
-      case Mode::kwO:
-      case Mode::kwU:
-      case Mode::kwX: mark(writes, value, 1); break;
-      case Mode::kuI:
-        mark(reads, value, 1);
-        mark(writes, value, 1);
-        break;
-      case Mode::krX:
-      case Mode::ksO: mark(reads, value, in.c); break;
-      case Mode::kcO: mark(reads, value, in.c + 1); break;
-      case Mode::ktO: mark(writes, value, in.c); break;
-      default: break;
+  const Mode modes[4] = {info.a, info.b, info.c, info.d};
+  const int64_t values[4] = {in.a, in.b, in.c, in.d};
+  for (int field = 0; field < 4; ++field) {
+    OperandRegisters named = RegistersNamedBy(modes[field], values[field], in);
+    for (int64_t reg = named.first; reg < named.first + named.count && reg < kMaxRegisters; ++reg) {
+      if (reg < 0) continue;
+      if (named.reads) reads->set(static_cast<size_t>(reg));
+      if (named.writes) writes->set(static_cast<size_t>(reg));
     }
-  };
-  field(info.a, in.a);
-  field(info.b, in.b);
-  field(info.c, in.c);
-  field(info.d, in.d);
+  }
 }
 
 bool Covers(const FunctionCode& fn, const Instr& in) {

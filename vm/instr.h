@@ -104,6 +104,53 @@ inline constexpr std::array<OpInfo, kOpCount> kOpInfo = [] {
 inline const OpInfo& InfoOf(Op op) { return kOpInfo[static_cast<uint8_t>(op)]; }
 inline bool HasFlag(Op op, uint32_t flag) { return (InfoOf(op).flags & flag) != 0; }
 
+// The registers one operand field names, from its mode in vm/opcodes.def: one
+// register, a span of them, or none (count 0). The one definition of what a
+// mode means for registers: the verifier's dataflow and the JIT's liveness
+// both read it.
+struct OperandRegisters {
+  int64_t first = 0;
+  int count = 0;
+  bool reads = false;
+  bool writes = false;
+};
+
+// Every mode is listed, so that a new one cannot be added without saying which
+// registers it names (the switch has no default: -Wswitch flags a missing mode).
+inline OperandRegisters RegistersNamedBy(Mode mode, int64_t value, const Instr& in) {
+  switch (mode) {
+    case Mode::krI:
+    case Mode::krF:
+    case Mode::krO:
+    case Mode::krU:
+    case Mode::krUd:
+    case Mode::krUq:
+    case Mode::krUf:
+    case Mode::krUi: return {value, 1, true, false};
+    case Mode::kwI:
+    case Mode::kwF:
+    case Mode::kwO:
+    case Mode::kwU:
+    case Mode::kwX: return {value, 1, false, true};
+    case Mode::kuI: return {value, 1, true, true};
+    case Mode::krX:
+    case Mode::ksO: return {value, in.c, true, false};
+    case Mode::kcO: return {value, in.c + 1, true, false};
+    case Mode::ktO: return {value, in.c, false, true};
+    case Mode::k__:
+    case Mode::kJ:
+    case Mode::kK:
+    case Mode::kP:
+    case Mode::kN:
+    case Mode::kM:
+    case Mode::kY:
+    case Mode::kE:
+    case Mode::kQ:
+    case Mode::kV: return {};
+  }
+  return {};
+}
+
 // ---- Small tables that instructions index ----------------------------------------
 
 // Binary operators on objects (BINARY_O's D): the number protocol function, in
