@@ -73,8 +73,11 @@ done
 # Hardening: each libFuzzer target for a minute (the bugs they ever found are
 # replayed first), then the unit tests and the differential suite built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (docs/fuzzing.md).
+# A fixed seed: the same inputs in the same order on every run, so a failure
+# here is a regression, reproducible, not a lucky find (longer runs with fresh
+# seeds are scripts/fuzz.sh's own job).
 echo "test: fuzzers, 60 s each"
-if scripts/fuzz.sh 60; then summary+=("fuzzers: passed"); else summary+=("fuzzers: FAILED"); status=1; fi
+if FUZZ_ARGS="${FUZZ_ARGS:--seed=20261130}" scripts/fuzz.sh 60; then summary+=("fuzzers: passed"); else summary+=("fuzzers: FAILED"); status=1; fi
 echo "test: ASan+UBSan build of the unit tests and the differential suite"
 if scripts/sanitize.sh; then summary+=("sanitizers: passed"); else summary+=("sanitizers: FAILED"); status=1; fi
 
