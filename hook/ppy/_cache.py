@@ -15,6 +15,10 @@ shares it. The rules:
   checksum and verifies the bytecode; a bad entry is rebuilt with one warning;
 * a cache folder that cannot be written falls back to building in memory, with
   one note;
+* the cache is a trust boundary (docs/cli.md, "Who ppy trusts"): nothing is read
+  from or written to a folder or file that another user owns or can write;
+  files are opened relative to the checked folder, never through a symlink, and
+  created new (O_EXCL); waiting for a lock ends after PPY_LOCK_TIMEOUT seconds;
 * a miss says why: no entry, source changed, imported module changed, version
   changed, corrupt entry.
 
@@ -78,7 +82,7 @@ def _key(source_digest, dependencies):
 
 
 class LockTimeout(OSError):
-    pass
+    """Another process held a module's build lock for PPY_LOCK_TIMEOUT seconds."""
 
 
 def _lock_timeout():
@@ -187,7 +191,6 @@ def _note_memory(cache_dir, why):
         _notes.note(f"the cache folder {cache_dir} is not writable; building in memory")
     else:
         _notes.note(f"{why}; building in memory")
-
 
 
 def build_machine_code(loaded, module_name):
