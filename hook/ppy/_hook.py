@@ -248,14 +248,6 @@ def open_trusted_folder(folder):
     return None
 
 
-def trusted_folder(folder):
-    fd = open_trusted_folder(folder)
-    if fd is None:
-        return False
-    os.close(fd)
-    return True
-
-
 def open_trusted_file(name, dir_fd, flags=os.O_RDONLY, mode=0o644):
     """Opens `name` in the trusted folder `dir_fd` as a private regular file,
     never through a symlink and never blocking on a FIFO; OSError otherwise."""
