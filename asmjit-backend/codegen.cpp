@@ -5,17 +5,11 @@
 namespace ppy::jit {
 
 void RegistersOf(const FunctionCode& fn, const Instr& in, RegisterSet* reads, RegisterSet* writes) {
-  const OpInfo& info = InfoOf(in.op);
-  const Mode modes[4] = {info.a, info.b, info.c, info.d};
-  const int64_t values[4] = {in.a, in.b, in.c, in.d};
-  for (int field = 0; field < 4; ++field) {
-    OperandRegisters named = RegistersNamedBy(modes[field], values[field], in);
-    for (int64_t reg = named.first; reg < named.first + named.count && reg < kMaxRegisters; ++reg) {
-      if (reg < 0) continue;
-      if (named.reads) reads->set(static_cast<size_t>(reg));
-      if (named.writes) writes->set(static_cast<size_t>(reg));
-    }
-  }
+  ForEachRegister(in, [&](int64_t reg, bool read, bool written) {
+    if (reg < 0 || reg >= kMaxRegisters) return;
+    if (read) reads->set(static_cast<size_t>(reg));
+    if (written) writes->set(static_cast<size_t>(reg));
+  });
 }
 
 bool Covers(const FunctionCode& fn, const Instr& in) {

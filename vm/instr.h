@@ -151,6 +151,20 @@ inline OperandRegisters RegistersNamedBy(Mode mode, int64_t value, const Instr& 
   return {};
 }
 
+// Calls visit(reg, reads, writes) for every register `in` names, field by
+// field. A crafted instruction may name registers out of range: callers that
+// run before the verifier's range checks bound them.
+template <typename Visit>
+void ForEachRegister(const Instr& in, Visit&& visit) {
+  const OpInfo& info = InfoOf(in.op);
+  const Mode modes[4] = {info.a, info.b, info.c, info.d};
+  const int64_t values[4] = {in.a, in.b, in.c, in.d};
+  for (int field = 0; field < 4; ++field) {
+    OperandRegisters named = RegistersNamedBy(modes[field], values[field], in);
+    for (int64_t reg = named.first; reg < named.first + named.count; ++reg) visit(reg, named.reads, named.writes);
+  }
+}
+
 // ---- Small tables that instructions index ----------------------------------------
 
 // Binary operators on objects (BINARY_O's D): the number protocol function, in

@@ -18,16 +18,10 @@ using RegisterSet = std::bitset<kMaxRegisters>;
 // The registers `in` reads and writes, from its operand modes. Only for an
 // instruction whose operands CheckInstruction accepted (all in range).
 void ReadsAndWrites(const Instr& in, std::vector<int>* reads, std::vector<int>* writes) {
-  const OpInfo& info = InfoOf(in.op);
-  const Mode modes[4] = {info.a, info.b, info.c, info.d};
-  const int64_t values[4] = {in.a, in.b, in.c, in.d};
-  for (int field = 0; field < 4; ++field) {
-    OperandRegisters named = RegistersNamedBy(modes[field], values[field], in);
-    for (int i = 0; i < named.count; ++i) {
-      if (named.reads) reads->push_back(static_cast<int>(named.first + i));
-      if (named.writes) writes->push_back(static_cast<int>(named.first + i));
-    }
-  }
+  ForEachRegister(in, [&](int64_t reg, bool read, bool written) {
+    if (read) reads->push_back(static_cast<int>(reg));
+    if (written) writes->push_back(static_cast<int>(reg));
+  });
 }
 
 class Verifier {
