@@ -515,26 +515,18 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   }
   Py_DECREF(dtype_name);
   if (elem != param.elem) return fail("has the wrong dtype");
-  PyObject* storage = PyObject_CallMethod(obj, "untyped_storage", nullptr);
-  if (storage == nullptr) return false;
   PyObject* pointer = PyObject_CallMethod(obj, "data_ptr", nullptr);
-  if (pointer == nullptr) {
-    Py_DECREF(storage);
-    return false;
-  }
+  if (pointer == nullptr) return false;
   void* data = PyLong_AsVoidPtr(pointer);
   Py_DECREF(pointer);
   PyObject* numel = PyObject_CallMethod(obj, "numel", nullptr);
-  if (numel == nullptr) {
-    Py_DECREF(storage);
-    return false;
-  }
+  if (numel == nullptr) return false;
   long long length = PyLong_AsLongLong(numel);
   Py_DECREF(numel);
-  if (PyErr_Occurred()) {
-    Py_DECREF(storage);
-    return false;
-  }
+  if (PyErr_Occurred()) return false;
+  // The storage behind data_ptr(), held for the call (BufferView::storage).
+  PyObject* storage = PyObject_CallMethod(obj, "untyped_storage", nullptr);
+  if (storage == nullptr) return false;
   view->storage = storage;
   view->data = static_cast<char*>(data);
   view->length = length;
