@@ -5,7 +5,6 @@
 #include "asmjit-backend/jit.h"
 #include "vm/bytes.h"
 #include "vm/serialize.h"
-#include "vm/verify.h"
 
 namespace ppy::jit {
 

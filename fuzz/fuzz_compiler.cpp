@@ -37,6 +37,7 @@
 #include "compiler/diagnostics.h"
 #include "fuzz/embedded_python.h"
 #include "regions/region_code.h"
+#include "vm/bytes.h"
 #include "vm/serialize.h"
 #include "vm/verify.h"
 

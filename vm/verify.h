@@ -7,9 +7,7 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 
-#include "vm/bytes.h"  // IsValidText
 #include "vm/code.h"
 #include "vm/status.h"
 

@@ -11,6 +11,7 @@
 
 #include "tests/unit/test_util.h"
 #include "vm/serialize.h"
+#include "vm/bytes.h"
 #include "vm/verify.h"
 
 namespace ppy {
