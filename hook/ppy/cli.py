@@ -11,6 +11,7 @@ build, check and clean are silent and exit 0 on success.
 
 import argparse
 import os
+import re
 import sys
 import traceback
 
@@ -213,9 +214,9 @@ def _command_dis(args):
     return 0
 
 
-# What ppy writes into a cache folder: entries, machine code, their locks and
-# temporary files, the build log.
-_CACHE_FILE_SUFFIXES = (".ppyc", ".ppyjit", ".lock", ".tmp")
+# What ppy writes into a cache folder: entries and machine code, their locks
+# and temporary files (named after them), and the build log.
+_CACHE_FILE = re.compile(r".*\.(ppyc|ppyjit)(\.lock|\.[0-9a-f.]+\.tmp)?|build\.log")
 
 
 def _clean_folder(folder):
@@ -225,7 +226,7 @@ def _clean_folder(folder):
         os.unlink(folder)
         return
     for name in os.listdir(folder):
-        if name.endswith(_CACHE_FILE_SUFFIXES) or name == "build.log":
+        if _CACHE_FILE.fullmatch(name):
             os.unlink(os.path.join(folder, name))
     try:
         os.rmdir(folder)
