@@ -25,21 +25,11 @@ fi
 PYTHON=${PYTHON:-python}
 JOBS=${JOBS:-2}
 targets=(${FUZZ_TARGETS:-fuzz_entry fuzz_compiler fuzz_regions})
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 started=$(date +%s)
 
 # ---- Debian packages: clang and libFuzzer (libclang-rt-dev: Debian's default clang's) --
-packages=(clang libclang-rt-dev cmake ninja-build ccache libabsl-dev)
-missing=()
-for package in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "fuzz: installing ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+. scripts/debian_packages.sh
+ensure_debian_packages fuzz clang libclang-rt-dev cmake ninja-build ccache libabsl-dev
 # asmjit's source (the root CMakeLists.txt needs it even though no fuzz target
 # links the JIT) comes from scripts/setup.sh.
 if [ ! -f build/asmjit-src/CMakeLists.txt ]; then

@@ -24,22 +24,12 @@ root=$PWD
 
 PYTHON=${PYTHON:-python}
 JOBS=${JOBS:-2}
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 started=$(date +%s)
 elapsed() { echo "$(($(date +%s) - started)) s"; }
 
 # ---- Debian packages (as scripts/setup.sh) ---------------------------------------------
-packages=(cmake ninja-build ccache g++ libabsl-dev libgtest-dev libgmock-dev)
-missing=()
-for package in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "sanitize: installing ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+. scripts/debian_packages.sh
+ensure_debian_packages sanitize cmake ninja-build ccache g++ libabsl-dev libgtest-dev libgmock-dev
 if [ ! -f build/asmjit-src/CMakeLists.txt ] || ! "$PYTHON" -c 'import pytest' >/dev/null 2>&1; then
   echo "sanitize: asmjit's source or pytest is missing; running scripts/setup.sh"
   scripts/setup.sh

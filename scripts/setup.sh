@@ -14,19 +14,9 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # ---- Debian packages -----------------------------------------------------------------
 . /etc/os-release
-packages=(
-  cmake ninja-build ccache g++ dpkg-dev
+. scripts/debian_packages.sh
+ensure_debian_packages setup cmake ninja-build ccache g++ dpkg-dev \
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-)
-missing=()
-for package in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
 
 # ---- asmjit's source, from Debian ----------------------------------------------------
 # Debian's libasmjit.a is not position-independent and cannot go into a Python
