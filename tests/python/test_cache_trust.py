@@ -224,9 +224,10 @@ def test_clean_removes_a_symlinked_cache_folders_link_only(runner, tmp_path):
 def test_clean_of_ppy_cache_dir_removes_only_ppys_files(runner, tmp_path):
     folder = tmp_path / "scratch"
     folder.mkdir()
-    (folder / "notes.txt").write_text("keep")
-    (folder / f"kernel.{TAG}.ppyc").write_bytes(b"x")
-    (folder / "build.log").write_text("")
+    for name in ("notes.txt", "notes.tmp", "x.lock"):
+        (folder / name).write_text("keep")
+    for name in (f"kernel.{TAG}.ppyc", f"kernel.{TAG}.ppyc.lock", f"kernel.{TAG}.ppyc.123.ab12cd34.tmp", "build.log"):
+        (folder / name).write_bytes(b"x")
     result = runner.ppy("clean", tmp_path / "nothing-here", PPY_CACHE_DIR=str(folder))
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.tmp", "notes.txt", "x.lock"]
