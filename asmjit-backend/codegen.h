@@ -560,6 +560,26 @@ class CodeGen {
     b_.Bind(writable);
   }
 
+  // After a typed call, which may have run Python code that resized or
+  // re-pointed a torch tensor (RefreshTorchViews then moved its view): if any
+  // view's data or length differs from the copies this code holds, the
+  // interpreter resumes after the call, and the next entry loads the views
+  // (and checks hoisted bounds) afresh.
+  void LeaveIfViewsMoved() {
+    Label exit = ExitAt(pc_ + 1);
+    for (int reg = 0; reg < fn_.num_registers(); ++reg) {
+      if (!used_[reg] || KindOf(reg) != Kind::kBuffer) continue;
+      Label unassigned = b_.NewLabel();
+      Int field = b_.NewInt();
+      b_.BranchIntImm(IntCond::kEq, ints_[reg], 0, unassigned);
+      b_.LoadInt(field, ints_[reg], static_cast<int32_t>(offsetof(BufferView, data)));
+      b_.BranchInt(IntCond::kNe, field, data_[reg], exit);
+      b_.LoadInt(field, ints_[reg], static_cast<int32_t>(offsetof(BufferView, length)));
+      b_.BranchInt(IntCond::kNe, field, length_[reg], exit);
+      b_.Bind(unassigned);
+    }
+  }
+
   void Dispatch() {
     std::vector<int32_t> entries = {0};
     std::vector<int32_t> loops = LoopEntries(fn_);
@@ -1292,6 +1312,7 @@ class CodeGen {
         int32_t slot = static_cast<int32_t>(a * sizeof(Value));
         if (ppy::KindOf(callee.result) == Kind::kFloat) b_.LoadFloat(F(a), frame, slot);
         else b_.LoadInt(I(a), frame, slot);
+        LeaveIfViewsMoved();
         break;
       }
       case Op::RET_I:

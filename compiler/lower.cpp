@@ -115,7 +115,7 @@ class Lowering {
   void StoreElement(int buffer, Type buffer_type, const Expr& index, int value, Type value_type);
   void StoreElementAt(int buffer, Type buffer_type, int index, int value, Type value_type);
   bool FusedIndex(const Expr& index, int* base, int* offset);
-  int IndexValue(const Expr& index);
+  int IndexValue(const Expr& index, int buffer);
 
   // ---- Conditions ----
   void Branch(const Expr& expr, bool when, Label* label);
@@ -429,8 +429,15 @@ bool Lowering::FusedIndex(const Expr& index, int* base, int* offset) {
   return true;
 }
 
-int Lowering::IndexValue(const Expr& index) {
-  return Coerce(Value(index), index.type, Type::Int());
+// The index of an element of the buffer in register `buffer`, as an int
+// register. An object index is unboxed by UNBOX_INDEX, which refuses a bool
+// where the exporter would read it as a mask (numpy, torch).
+int Lowering::IndexValue(const Expr& index, int buffer) {
+  int reg = Value(index);
+  if (!index.type.is_object()) return Coerce(reg, index.type, Type::Int());
+  int dest = Temp(Kind::kInt);
+  Emit(Op::UNBOX_INDEX, dest, reg, buffer);
+  return dest;
 }
 
 int Lowering::LoadElement(int buffer, Type buffer_type, const Expr& index, int target) {
@@ -442,7 +449,7 @@ int Lowering::LoadElement(int buffer, Type buffer_type, const Expr& index, int t
     Emit(is_float ? Op::LOADX_F64 : Op::LOADX_I64, dest, buffer, base, offset);
     return dest;
   }
-  return LoadElementAt(buffer, buffer_type, IndexValue(index), target);
+  return LoadElementAt(buffer, buffer_type, IndexValue(index, buffer), target);
 }
 
 int Lowering::LoadElementAt(int buffer, Type buffer_type, int index, int target) {
@@ -466,7 +473,7 @@ void Lowering::StoreElement(int buffer, Type buffer_type, const Expr& index, int
     Emit(is_float ? Op::STOREX_F64 : Op::STOREX_I64, buffer, base, offset, converted);
     return;
   }
-  StoreElementAt(buffer, buffer_type, IndexValue(index), value, value_type);
+  StoreElementAt(buffer, buffer_type, IndexValue(index, buffer), value, value_type);
 }
 
 void Lowering::StoreElementAt(int buffer, Type buffer_type, int index, int value, Type value_type) {
@@ -1252,7 +1259,7 @@ void Lowering::AugAssign(const Stmt& stmt) {
       const Expr& index = *target.children[1];
       if (base.type.is_buffer()) {
         int buffer = Value(base);
-        int position = IndexValue(index);
+        int position = IndexValue(index, buffer);
         Type element = base.type.element();
         ElemType elem = base.type.elem;
         if (op == BinOp::kAdd && ((elem == ElemType::kF64 && value.type.is_float()) ||

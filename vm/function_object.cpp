@@ -38,6 +38,7 @@ class BorrowedBuffers {
   ~BorrowedBuffers() {
     for (int i = 0; i < acquired_; ++i) {
       if (raws_[i].obj != nullptr) PyBuffer_Release(&raws_[i]);
+      if (views_[i].exporter == Exporter::kTorch) UnregisterTorchView(&views_[i]);
       if (written_tensors_ & (uint64_t{1} << (i & 63))) MarkTorchTensorWritten(views_[i].owner);
       Py_CLEAR(views_[i].storage);
     }
@@ -45,7 +46,10 @@ class BorrowedBuffers {
   bool Acquire(PyObject* obj, const FunctionCode& fn, const Param& param, Value* out) {
     int slot = acquired_;
     if (!AcquireBuffer(obj, fn, param, &raws_[slot], &views_[slot])) return false;
-    if (views_[slot].exporter == Exporter::kTorch && param.writes) written_tensors_ |= uint64_t{1} << (slot & 63);
+    if (views_[slot].exporter == Exporter::kTorch) {
+      RegisterTorchView(&views_[slot]);
+      if (param.writes) written_tensors_ |= uint64_t{1} << (slot & 63);
+    }
     ++acquired_;
     out->u = &views_[slot];
     return true;

@@ -453,6 +453,14 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
     ++ip;               \
     goto* kDispatch[static_cast<uint8_t>(ip->op)]; \
   } while (0)
+// After an instruction that may have run Python code (an object operation, a
+// call, a release that runs __del__): torch tensors the call borrowed may have
+// moved (see RefreshTorchViews).
+#define NEXT_AFTER_PYTHON                     \
+  do {                                        \
+    if (!RefreshTorchViews()) goto error;     \
+    NEXT;                                     \
+  } while (0)
 #define JUMP_TO(target)  \
   do {                   \
     ip = code + (target); \
@@ -504,7 +512,7 @@ enter_jit : {
   // ---- Moves -----------------------------------------------------------------------
   CASE(MOVE_I) R(in.a).i = R(in.b).i; NEXT;
   CASE(MOVE_F) R(in.a).f = R(in.b).f; NEXT;
-  CASE(MOVE_O) SetObject(R(in.a), Py_XNewRef(R(in.b).o)); NEXT;
+  CASE(MOVE_O) SetObject(R(in.a), Py_XNewRef(R(in.b).o)); NEXT_AFTER_PYTHON;
   CASE(MOVE_U) R(in.a).u = R(in.b).u; NEXT;
 
   // ---- Conversions -------------------------------------------------------------------
@@ -520,34 +528,46 @@ enter_jit : {
     if (truth < 0) goto error;
     R(in.a).i = truth;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(NOT) R(in.a).i = R(in.b).i == 0; NEXT;
   CASE(BOX_I) {
     PyObject* boxed = PyLong_FromLongLong(R(in.b).i);
     if (boxed == nullptr) goto error;
     SetObject(R(in.a), boxed);
   }
-  NEXT;
-  CASE(BOX_B) SetObject(R(in.a), Py_NewRef(R(in.b).i ? Py_True : Py_False)); NEXT;
+  NEXT_AFTER_PYTHON;
+  CASE(BOX_B) SetObject(R(in.a), Py_NewRef(R(in.b).i ? Py_True : Py_False)); NEXT_AFTER_PYTHON;
   CASE(BOX_F) {
     PyObject* boxed = PyFloat_FromDouble(R(in.b).f);
     if (boxed == nullptr) goto error;
     SetObject(R(in.a), boxed);
   }
-  NEXT;
-  CASE(BOX_U) SetObject(R(in.a), Py_NewRef(R(in.b).u->owner)); NEXT;
+  NEXT_AFTER_PYTHON;
+  CASE(BOX_U) SetObject(R(in.a), Py_NewRef(R(in.b).u->owner)); NEXT_AFTER_PYTHON;
   CASE(UNBOX_I) {
     if (!UnboxInt(R(in.b).o, &R(in.a).i)) goto error;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(UNBOX_F) {
     if (!UnboxFloat(R(in.b).o, &R(in.a).f)) goto error;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
+  CASE(UNBOX_INDEX) {
+    if (PyBool_Check(R(in.b).o)) {
+      if (!ReadsBoolAsInt(*R(in.c).u)) {
+        RaiseBoolMaskIndex(*R(in.c).u);
+        goto error;
+      }
+      R(in.a).i = R(in.b).o == Py_True;
+    } else if (!UnboxInt(R(in.b).o, &R(in.a).i)) {
+      goto error;
+    }
+  }
+  NEXT_AFTER_PYTHON;
   CASE(UNBOX_B) {
     if (!UnboxBool(R(in.b).o, &R(in.a).i)) goto error;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
 
   // ---- Integer arithmetic --------------------------------------------------------------
   CASE(ADD_I) {
@@ -1044,7 +1064,7 @@ enter_jit : {
       R(in.a) = returned;
     }
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(RET_I) {
     result->i = R(in.a).i;
     ok = true;
@@ -1106,11 +1126,11 @@ enter_jit : {
     if (value == nullptr) goto error;
     SetObject(R(in.a), Py_NewRef(value));
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(STORE_GLOBAL) {
     if (PyDict_SetItem(fn.module->globals, fn.objects[in.d], R(in.a).o) < 0) goto error;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(LOAD_GLOBAL_I) {
     PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
     if (value == nullptr) goto error;
@@ -1120,7 +1140,7 @@ enter_jit : {
     }
     if (!UnboxInt(value, &R(in.a).i)) goto error;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(LOAD_GLOBAL_F) {
     PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
     if (value == nullptr) goto error;
@@ -1130,7 +1150,7 @@ enter_jit : {
     }
     if (!UnboxFloat(value, &R(in.a).f)) goto error;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(LOAD_GLOBAL_B) {
     PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
     if (value == nullptr) goto error;
@@ -1140,7 +1160,7 @@ enter_jit : {
     }
     R(in.a).i = value == Py_True;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
 
   // ---- Object mode ------------------------------------------------------------------------
   CASE(LOAD_ATTR) {
@@ -1148,53 +1168,53 @@ enter_jit : {
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(STORE_ATTR) {
     if (PyObject_SetAttr(R(in.a).o, fn.objects[in.d], R(in.b).o) < 0) goto error;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(GETITEM) {
     PyObject* value = PyObject_GetItem(R(in.b).o, R(in.c).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(SETITEM) {
     if (PyObject_SetItem(R(in.a).o, R(in.b).o, R(in.c).o) < 0) goto error;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(BINARY_O) {
     PyObject* value = BinaryObjectOp(in.d, R(in.b).o, R(in.c).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(UNARY_O) {
     PyObject* value = UnaryObject(in.d, R(in.b).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(COMPARE_O) {
     PyObject* value = PyObject_RichCompare(R(in.b).o, R(in.c).o, in.d);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(IS_O) R(in.a).i = R(in.b).o == R(in.c).o; NEXT;
   CASE(CONTAINS_O) {
     int found = PySequence_Contains(R(in.c).o, R(in.b).o);
     if (found < 0) goto error;
     R(in.a).i = found;
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(CALL_O) {
     PyObject* value = PyObject_Vectorcall(R(in.b).o, reinterpret_cast<PyObject* const*>(&R(in.b + 1)),
                                           in.c, nullptr);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(CALL_KW) {
     PyObject* kwnames = fn.objects[in.d];
     PyObject* value = PyObject_Vectorcall(R(in.b).o, reinterpret_cast<PyObject* const*>(&R(in.b + 1)),
@@ -1202,14 +1222,14 @@ enter_jit : {
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(CALL_METHOD) {
     PyObject* value = PyObject_VectorcallMethod(fn.objects[in.d], reinterpret_cast<PyObject* const*>(&R(in.b)),
                                                 in.c, nullptr);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(BUILD_LIST) goto build_span;
   CASE(BUILD_TUPLE) goto build_span;
   CASE(BUILD_SET) goto build_span;
@@ -1221,47 +1241,47 @@ build_span : {
   if (value == nullptr) goto error;
   SetObject(R(in.a), value);
 }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(FORMAT) {
     PyObject* value = FormatObject(R(in.b).o, in.c, nullptr);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(FORMAT_SPEC) {
     PyObject* value = FormatObject(R(in.b).o, in.c, R(in.d).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(GET_ITER) {
     PyObject* value = PyObject_GetIter(R(in.b).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(FOR_ITER) {
     PyObject* value = PyIter_Next(R(in.b).o);
     if (value == nullptr) {
-      if (PyErr_Occurred()) goto error;
+      if (PyErr_Occurred() || !RefreshTorchViews()) goto error;
       JUMP_TO(in.d);
     }
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(UNPACK) {
     PyObject* items[kMaxRegisters];
     if (!UnpackObject(R(in.b).o, in.c, items)) goto error;
     for (int i = 0; i < in.c; ++i) SetObject(R(in.a + i), items[i]);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
   CASE(IMPORT) {
     PyObject* value = PyImport_ImportModuleLevelObject(fn.objects[in.d], fn.module->globals, nullptr,
                                                        nullptr, 0);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
-  NEXT;
+  NEXT_AFTER_PYTHON;
 
 error:
   AddTraceback(fn, PC);
@@ -1275,6 +1295,7 @@ done:
 #undef R
 #undef CASE
 #undef NEXT
+#undef NEXT_AFTER_PYTHON
 #undef JUMP_TO
 #undef BACK_EDGE_TO
 #undef PC

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "vm/exact_scalars.h"
 #include "vm/math_table.h"
@@ -156,6 +157,14 @@ bool RaiseElementOverflow(const BufferView& view, int64_t value) {
       PyErr_Format(PyExc_ValueError, "memoryview: invalid value for format '%c'", view.format);
       break;
   }
+  return false;
+}
+
+bool RaiseBoolMaskIndex(const BufferView& view) {
+  PyErr_Format(PyExc_TypeError,
+               "a bool index into a %.200s selects by mask there, which ppy's element access does not do; write "
+               "int(...) for an element",
+               Py_TYPE(view.owner)->tp_name);
   return false;
 }
 
@@ -527,7 +536,9 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   // The storage behind data_ptr(), held for the call (BufferView::storage).
   PyObject* storage = PyObject_CallMethod(obj, "untyped_storage", nullptr);
   if (storage == nullptr) return false;
-  view->storage = storage;
+  Py_XSETREF(view->storage, storage);
+  view->function = &fn;
+  view->param = &param;
   view->data = static_cast<char*>(data);
   view->length = length;
   view->elem = elem;
@@ -537,7 +548,69 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   return true;
 }
 
+// The torch views this thread's calls hold, oldest first.
+thread_local std::vector<BufferView*> t_torch_views;
+
+// Reads an int method result (data_ptr(), numel()) of a tensor; false with the exception set.
+bool TensorInt(PyObject* tensor, const char* method, long long* out) {
+  PyObject* value = PyObject_CallMethod(tensor, method, nullptr);
+  if (value == nullptr) return false;
+  *out = PyLong_AsLongLong(value);
+  Py_DECREF(value);
+  return !(*out == -1 && PyErr_Occurred());
+}
+
+// Checks one view against its tensor; a tensor whose memory or length moved
+// is borrowed again, with every check its parameter makes at the call.
+bool RefreshTorchView(BufferView* view) {
+  long long data = 0, length = 0;
+  if (!TensorInt(view->owner, "data_ptr", &data) || !TensorInt(view->owner, "numel", &length)) return false;
+  if (reinterpret_cast<char*>(data) == view->data && length == view->length) return true;
+  BufferView fresh = *view;
+  fresh.storage = nullptr;
+  if (AcquireTorchTensor(view->owner, *view->function, *view->param, &fresh)) {
+    Py_XSETREF(view->storage, fresh.storage);
+    view->data = fresh.data;
+    view->length = fresh.length;
+    return true;
+  }
+  PyObject* reason = TakeRaisedException();
+  PyObject* text = reason ? PyObject_Str(reason) : nullptr;
+  PyErr_Format(PyExc_BufferError, "a torch tensor changed during the call and no longer fits: %s",
+               text ? PyUnicode_AsUTF8(text) : "?");
+  Py_XDECREF(text);
+  Py_XDECREF(reason);
+  return false;
+}
+
 }  // namespace
+
+int g_live_torch_views = 0;
+
+void RegisterTorchView(BufferView* view) {
+  t_torch_views.push_back(view);
+  ++g_live_torch_views;
+}
+
+void UnregisterTorchView(BufferView* view) {
+  for (size_t i = t_torch_views.size(); i-- > 0;) {
+    if (t_torch_views[i] == view) {
+      t_torch_views.erase(t_torch_views.begin() + static_cast<std::ptrdiff_t>(i));
+      --g_live_torch_views;
+      return;
+    }
+  }
+}
+
+bool RefreshTorchViewsSlow() {
+  if (t_torch_views.empty()) return true;
+  // The exception being raised, if any, belongs to the instruction that ran;
+  // a refresh between instructions never has one pending.
+  for (BufferView* view : t_torch_views) {
+    if (!RefreshTorchView(view)) return false;
+  }
+  return true;
+}
 
 void MarkTorchTensorWritten(PyObject* tensor) {
   // What an in-place op does: bump the version counter, so that autograd

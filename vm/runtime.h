@@ -43,11 +43,32 @@ struct BufferView {
   char format = 'B';          // the struct format character, for messages
   PyObject* owner = nullptr;  // borrowed, for messages
   // Owned: a torch tensor's storage, held for the call, so that a callback
-  // that re-points the tensor (t.set_(...), t.data = ...) cannot free the
-  // memory the call is using. (Not a lock: a resize_ that reallocates the
-  // storage still moves it; see docs/interop.md.)
+  // that re-points the tensor (t.set_(...), t.data = ...) or reallocates it
+  // (t.resize_(...)) cannot free the memory the call is using before
+  // RefreshTorchViews moves the view to the tensor's new memory.
   PyObject* storage = nullptr;
+  // For a torch tensor: the parameter it was passed as, to check it again.
+  const FunctionCode* function = nullptr;
+  const Param* param = nullptr;
 };
+
+// ---- torch tensors that change during a call ----------------------------------------
+// A torch tensor has no buffer export to lock it: Python code a call runs (a
+// callback, a __del__, a property) may resize or re-point it. Every torch view
+// a call borrows is registered for the call's duration, and after each
+// instruction that may run Python code the interpreter refreshes them: a view
+// follows the tensor's new memory and length, as Python's own indexing would,
+// and a tensor that no longer fits its parameter raises BufferError. Machine
+// code reloads its views after every typed call and leaves for the
+// interpreter if one moved (see asmjit-backend/codegen.h).
+
+void RegisterTorchView(BufferView* view);
+void UnregisterTorchView(BufferView* view);
+// How many torch views all threads hold: the interpreter's one-load test.
+extern int g_live_torch_views;
+[[gnu::cold]] bool RefreshTorchViewsSlow();
+// False, with the exception set, if a tensor no longer fits its parameter.
+inline bool RefreshTorchViews() { return g_live_torch_views == 0 || RefreshTorchViewsSlow(); }
 
 // ---- Errors ---------------------------------------------------------------------
 // Each Raise* sets a Python exception and returns false, so that a caller can
@@ -64,6 +85,15 @@ void MarkTorchTensorWritten(PyObject* tensor);
 [[gnu::cold]] bool RaiseReadOnly(const BufferView& view);
 [[gnu::cold]] bool RaiseElementOverflow(const BufferView& view, int64_t value);
 [[gnu::cold]] bool RaiseUnbound(PyObject* name);
+// A bool index: array.array, memoryview, bytearray and bytes read it as 0 or
+// 1, as Python's int subclassing says; numpy and torch read it as a mask (all
+// elements or none), which a compiled element access cannot do, and an
+// unknown exporter may too. Those raise RaiseBoolMaskIndex's TypeError.
+inline bool ReadsBoolAsInt(const BufferView& view) {
+  return view.exporter == Exporter::kArray || view.exporter == Exporter::kMemoryview ||
+         view.exporter == Exporter::kBytearray || view.exporter == Exporter::kBytes;
+}
+[[gnu::cold]] bool RaiseBoolMaskIndex(const BufferView& view);
 [[gnu::cold]] bool RaiseNegativePower(int64_t base);
 // Converts a float to an int as int() does; false with the exception set.
 [[gnu::cold]] bool FloatToIntSlow(const FunctionCode& fn, int pc, double x, int64_t* out);

@@ -34,8 +34,22 @@
 namespace ppy {
 
 inline constexpr char kEntryMagic[8] = {'P', 'P', 'Y', 'C', '\0', '\r', '\n', '\x1a'};
-// Bump when the instruction set or the encoding changes.
-inline constexpr uint32_t kBytecodeVersion = 1;
+// The entry's format version: a hash of the instruction table (every line of
+// vm/opcodes.def, so that inserting, removing or changing an instruction
+// moves it without anyone remembering to) mixed with kEncodingVersion, which
+// is bumped by hand when the encoding of sections changes.
+inline constexpr uint32_t kEncodingVersion = 2;
+inline constexpr char kInstructionTable[] =
+#define PPY_OPCODE(name, a, b, c, d, flags, meaning) #name " " #a " " #b " " #c " " #d " " #flags ";"
+#include "vm/opcodes.def"
+#undef PPY_OPCODE
+    "";
+constexpr uint32_t HashOfText(const char* text, uint32_t seed) {
+  uint32_t hash = seed;  // FNV-1a
+  for (; *text != '\0'; ++text) hash = (hash ^ static_cast<uint8_t>(*text)) * 16777619u;
+  return hash;
+}
+inline constexpr uint32_t kBytecodeVersion = HashOfText(kInstructionTable, 2166136261u ^ kEncodingVersion);
 
 struct EntryHeader {
   uint32_t format = 0;

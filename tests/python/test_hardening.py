@@ -88,3 +88,38 @@ def test_deep_expressions_run_as_cpython_runs_them(runner, tmp_path, terms):
     assert native.stdout == plain.stdout, native.stderr[-3000:]
     check = runner.ppy("check", "-v", "deep.ppy", cwd=tmp_path)
     assert "f: python (an expression nested too deeply" in check.stdout, check.stdout + check.stderr
+
+
+def test_a_dynamic_bool_index_into_a_mask_reading_buffer_raises(runner, tmp_path):
+    """numpy and torch read a bool index as a mask (all elements or none); a
+    compiled element access cannot, so a bool arriving as an object raises
+    TypeError there instead of writing one element (array.array's reading is
+    tests/programs/85_object_bool_index.ppy)."""
+    np = pytest.importorskip("numpy")
+    (tmp_path / "masks.ppy").write_text(textwrap.dedent("""
+        from ppy import Buffer
+
+        def put(xs: Buffer[float], k: object, v: float) -> None:
+            xs[k] = v
+
+        def get(xs: Buffer[float], k: object) -> float:
+            return xs[k]
+    """))
+    probe = textwrap.dedent("""
+        import numpy as np, ppy, masks
+        xs = np.zeros(3)
+        for call in (lambda: masks.put(xs, True, 9.0), lambda: masks.get(xs, False)):
+            try:
+                call()
+                print("ran")
+            except TypeError as error:
+                print("TypeError:", error)
+        masks.put(xs, 1, 9.0)
+        print(xs.tolist(), ppy.tier(masks.put))
+    """)
+    for jit in ("0", "eager"):
+        result = runner.python("-c", probe, cwd=tmp_path, PPY_JIT=jit)
+        assert result.returncode == 0, result.stderr
+        message = ("TypeError: a bool index into a numpy.ndarray selects by mask there, which ppy's element "
+                   "access does not do; write int(...) for an element")
+        assert result.stdout.splitlines() == [message, message, f"[0.0, 9.0, 0.0] {'vm' if jit == '0' else 'jit'}"]

@@ -71,40 +71,88 @@ def test_writes_to_tensors_respect_autograd(runner, tmp_path):
     ]
 
 
-def test_a_callback_that_repoints_the_tensor_cannot_free_the_memory_in_use(runner, tmp_path):
-    """The call holds the tensor's storage: after `t.set_(...)` or `t.data = ...`
-    in a callback, the old memory stays allocated until the call returns
-    (valgrind and the sanitizer build would see a use after free otherwise)."""
-    (tmp_path / "repoint.ppy").write_text(textwrap.dedent("""
-        from ppy import Buffer
+CHANGING = textwrap.dedent("""
+    from ppy import Buffer
 
-        def write_around(xs: Buffer[float], callback: object) -> float:
-            for i in range(len(xs)):
-                xs[i] = 1.0
+    def write_around(xs: Buffer[float], callback: object) -> float:
+        for i in range(len(xs)):
+            xs[i] = 1.0
+        callback()
+        s: float = 0.0
+        for i in range(len(xs)):
+            xs[i] = 2.0
+            s += xs[i]
+        return s
+
+    def poke(callback: object, i: int) -> int:
+        if i == 2:
             callback()
-            s: float = 0.0
-            for i in range(len(xs)):
-                xs[i] = 2.0
-                s += xs[i]
-            return s
-    """))
-    probe = textwrap.dedent("""
-        import gc, ppy, torch, repoint
-        for how in ("set_", "data"):
-            t = torch.zeros(1 << 16, dtype=torch.float64)
-            def callback():
-                other = torch.full((4,), 7.0, dtype=torch.float64)
-                if how == "set_":
-                    t.set_(other)
-                else:
-                    t.data = other
-                gc.collect()
-                torch.zeros(1 << 16, dtype=torch.float64).fill_(3.0)  # reuse freed memory, if any
-            print(how, repoint.write_around(t, callback), t.tolist())
-    """)
-    result = runner.python("-c", probe, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    # The writes after the callback land in the memory the call borrowed,
-    # never in freed memory; the tensor itself now shows the new storage.
-    assert lines == [f"{how} {2.0 * (1 << 16)} [7.0, 7.0, 7.0, 7.0]" for how in ("set_", "data")], result.stdout
+        return i
+
+    def write_through(xs: Buffer[float], callback: object, n: int) -> float:
+        # The callback runs inside a typed callee, in the middle of a loop
+        # whose bounds checks machine code hoists.
+        s: float = 0.0
+        for i in range(n):
+            xs[poke(callback, i)] = 3.0
+            s += xs[i]
+        return s
+""")
+
+CHANGING_MAIN = textwrap.dedent("""
+    import gc, ppy, torch, changing
+    def run(kernel, how, *args):
+        t = torch.zeros(1 << 16, dtype=torch.float64)
+        def callback():
+            other = torch.full((4,), 7.0, dtype=torch.float64)
+            if how == "set_":
+                t.set_(other)
+            elif how == "data":
+                t.data = other
+            elif how == "grow":
+                t.resize_(1 << 20)  # reallocates: the old memory is freed
+            elif how == "shrink":
+                t.resize_(1)
+            elif how == "int":
+                t.set_(torch.zeros(8, dtype=torch.int64))  # torch refuses: RuntimeError
+            elif how == "2-D":
+                t.resize_(2, 2)
+            gc.collect()
+            torch.zeros(1 << 16, dtype=torch.float64).fill_(3.0)  # reuse freed memory, if any
+        try:
+            result = float(kernel(t, callback, *args))
+        except Exception as error:
+            result = type(error).__name__
+        print(kernel.__name__, how, result, t.shape, float(t[:8].sum()))
+    for how in ("set_", "data", "grow", "shrink", "int", "2-D"):
+        run(changing.write_around, how)
+        run(changing.write_through, how, 6)
+    print("tier", ppy.tier(changing.write_through))
+""")
+
+
+def test_a_tensor_changed_during_a_call_is_followed_or_refused(runner, tmp_path):
+    """A callback that re-points (`t.set_`, `t.data =`) or resizes the tensor a
+    call borrowed: the call goes on with the tensor's new memory and length, as
+    plain Python's indexing would (an IndexError where it shrank), or raises
+    BufferError if the tensor no longer fits the parameter; never a write into
+    freed memory (the sanitizer build would see one). Machine code included:
+    the callback runs inside a typed call in a loop with hoisted bounds."""
+    (tmp_path / "changing.ppy").write_text(CHANGING)
+    (tmp_path / "main.py").write_text(CHANGING_MAIN)
+    python = runner.python("main.py", cwd=tmp_path, PPY_IMPORT="python")
+    assert python.returncode == 0, python.stderr
+    lines = python.stdout.splitlines()
+    assert lines[-1] == "tier python"
+    for jit in ("0", "eager"):
+        result = runner.python("main.py", cwd=tmp_path, PPY_JIT=jit)
+        assert result.returncode == 0, result.stderr
+        got = result.stdout.splitlines()
+        assert got[-1] == ("tier jit" if jit == "eager" else "tier vm"), result.stdout
+        # A tensor made 2-D no longer fits Buffer[float]: Python goes on
+        # (indexing rows), ppy raises BufferError.
+        for expected, actual in zip(lines[:-1], got[:-1]):
+            if " 2-D " in expected:
+                assert " BufferError " in actual, (expected, actual)
+            else:
+                assert actual == expected, (jit, expected, actual)
