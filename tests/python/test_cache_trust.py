@@ -10,12 +10,15 @@ code (the control case), so each refusal is shown to matter.
 import fcntl
 import marshal
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import Runner
+from conftest import Runner, communicate, kill_group, spawn
 from test_cache import KERNEL, PROBE, _sections
 
 TAG = sys.implementation.cache_tag
@@ -180,6 +183,102 @@ def test_two_users_sharing_a_sticky_folder(runner, project, tmp_path):
     assert mine.read_text() == "# mine\n"
     assert _snapshot(shared) == before
     assert all(p.lstat().st_uid == NOBODY for p in shared.iterdir())
+
+
+ATTACKER, VICTIM = 61001, 61002  # two ordinary users, made by root for the test below
+
+
+def _as_user(uid, code, cwd, env):
+    """`python -c code` as `uid` (and its own group, no others). It keeps only
+    CAP_DAC_READ_SEARCH, to read ppy and Python where root installed them;
+    everything it writes, owns or may write is the user's own."""
+    args = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=+dac_read_search",
+            "--ambient-caps=+dac_read_search", sys.executable, "-c", code]
+    return spawn(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _run_as(uid, code, cwd, env):
+    process = _as_user(uid, code, cwd, env)
+    stdout, stderr = communicate(process, 120)
+    return subprocess.CompletedProcess(code, process.returncode, stdout, stderr)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="two users on one machine need root to make them")
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux) to run as another user")
+def test_two_real_users_sharing_a_sticky_folder(runner, tmp_path):
+    """Two processes with two uids (neither root) and one sticky cache folder,
+    as PPY_CACHE_DIR=/tmp would give them. The attacker plants, in their own
+    name, a forged entry, a lock they hold, and symlinks to the victim's file
+    under every name ppy writes; the victim's import runs none of it, writes
+    nothing there, and gets the right answer. The other way round, the
+    attacker's import neither loads nor writes the victim's private cache."""
+    base = Path(tempfile.mkdtemp(prefix="ppy-two-users-", dir="/tmp"))
+    holder = None
+    try:
+        base.chmod(0o755)
+        project = base / "project"
+        project.mkdir()
+        (project / "kernel.ppy").write_text(KERNEL)
+        shared = base / "shared"
+        shared.mkdir()
+        shared.chmod(0o1777)
+        drop = base / "drop"  # where forged code would leave its mark
+        drop.mkdir()
+        drop.chmod(0o1777)
+        marker = drop / "marker"
+        home = base / "victim-home"
+        home.mkdir()
+        (home / "bashrc").write_text("# mine\n")
+        os.chown(home, VICTIM, VICTIM)
+        os.chown(home / "bashrc", VICTIM, VICTIM)
+        name = _name(project)
+        forged = base / "forged.ppyc"
+        forged.write_bytes(_forge(_good_entry(runner, project), marker))
+        forged.chmod(0o644)
+        env = runner.env(PPY_CACHE_DIR=str(shared), PPY_LOCK_TIMEOUT="2", HOME=str(home))
+
+        # The attacker's own files, made by the attacker's process.
+        plant = (f"import os, shutil; os.chdir({str(shared)!r}); shutil.copyfile({str(forged)!r}, {name!r}); "
+                 f"os.symlink({str(home / 'bashrc')!r}, 'build.log'); "
+                 f"os.symlink({str(home / 'bashrc')!r}, {name + '.tmp'!r})")
+        planted = _run_as(ATTACKER, plant, base, env)
+        if planted.returncode != 0 and "setpriv" in planted.stderr:
+            pytest.skip(f"cannot run as another user here: {planted.stderr.strip()}")
+        assert planted.returncode == 0, planted.stderr
+        holder = _as_user(ATTACKER, (f"import fcntl, os, time; fd = os.open({str(shared / (name + '.lock'))!r}, "
+                                     "os.O_RDWR | os.O_CREAT, 0o644); fcntl.flock(fd, fcntl.LOCK_EX); "
+                                     "print('held', flush=True); time.sleep(120)"), base, env)
+        assert holder.stdout.readline() == "held\n"
+        assert all(p.lstat().st_uid == ATTACKER for p in shared.iterdir())
+        before = _snapshot(shared)
+
+        victim = _run_as(VICTIM, PROBE, project, env)
+        assert victim.stdout == "3.5 vm\n", victim.stderr
+        assert "is shared (not owned by you, or writable by others)" in victim.stderr
+        assert not marker.exists()
+        assert (home / "bashrc").read_text() == "# mine\n"
+        assert _snapshot(shared) == before
+        assert all(p.lstat().st_uid == ATTACKER for p in shared.iterdir())
+
+        # The victim's private cache, then the attacker pointed at it.
+        private = home / "cache"
+        own = _run_as(VICTIM, PROBE, project, dict(env, PPY_CACHE_DIR=str(private)))
+        assert own.stdout == "3.5 vm\n", own.stderr
+        entry = private / name
+        assert entry.stat().st_uid == VICTIM and entry.stat().st_mode & 0o022 == 0
+        entry.write_bytes(_forge(entry.read_bytes(), marker))  # as if the victim's own entry were a trap
+        before = _snapshot(private)
+        theirs = _run_as(ATTACKER, PROBE, project, dict(env, PPY_CACHE_DIR=str(private)))
+        assert theirs.stdout == "3.5 vm\n", theirs.stderr
+        assert not marker.exists()
+        assert _snapshot(private) == before
+    finally:
+        if holder is not None:
+            kill_group(holder)
+            holder.wait()
+            for stream in (holder.stdout, holder.stderr):
+                stream.close()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_held_lock_gives_up_after_the_timeout_and_builds_in_memory(runner, project):
