@@ -89,6 +89,12 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
     report.statement_index = fn.statement_index;
     report.native_required = fn.native_required;
     report.compiled = fn.compiled;
+    for (const LocalVariable& local : fn.locals) {
+      if (!local.conflict_type.is_known() || !local.type.is_object()) continue;
+      report.dynamic_locals.push_back(absl::StrCat(local.name, " (", local.first_type.name(), " at line ",
+                                                   local.first_assignment.line, ", ", local.conflict_type.name(),
+                                                   " at line ", local.conflict.line, ")"));
+    }
     if (fn.compiled) {
       report.code_index = static_cast<int>(next);
       result.code->functions.push_back(std::move(lowered[next++]));

@@ -24,6 +24,9 @@ struct FunctionReport {
   bool native_required = false;
   std::string reason;  // why it runs as Python
   Loc reason_loc;
+  // Unannotated locals whose assignments disagree, so they hold dynamic
+  // values: "s (int at line 3, float at line 5)".
+  std::vector<std::string> dynamic_locals;
   // The region tier: the function's index among the module's regions, or -1;
   // for a candidate that is not a region, why not.
   int region_index = -1;

@@ -696,6 +696,7 @@ void FunctionChecker::CollectLocals(const std::vector<StmtPtr>& body) {
                                                       " already; cannot annotate it ", type.name()));
           } else {
             local.type = type;
+            local.annotated = true;
             local.first_assignment = stmt->loc;
           }
           break;
@@ -716,15 +717,46 @@ void FunctionChecker::CollectLocals(const std::vector<StmtPtr>& body) {
   walk(body);
 }
 
+// The type of an unannotated local that holds values of types `a` and `b`:
+// the one type if they agree, else a dynamic value (an object register), which
+// holds whatever Python would: `s = 0` then `s += 0.5` makes `s` an int and
+// then a float, as in CPython, where a typed register could hold neither both
+// kinds nor a bool where an int was (they print differently).
+static bool SameLocalType(Type a, Type b) {
+  if (a != b) return false;
+  if (a.kind != TypeKind::kObject || a.known_class == b.known_class) return true;
+  return a.known_class != nullptr && b.known_class != nullptr && std::strcmp(a.known_class, b.known_class) == 0;
+}
+
+static Type JoinLocalTypes(Type a, Type b) {
+  if (!a.is_known()) return b;
+  if (!b.is_known() || SameLocalType(a, b)) return a;
+  return Type::Object();
+}
+
+// Joins the type of one assignment (`type`, at `loc`) into the local `target`
+// names. Annotated locals and parameters keep their annotation: assigning
+// them something else is CheckAssignTarget's error.
 void FunctionChecker::InferTarget(Expr& target, Type type, const Loc& loc) {
   if (target.kind == ExprKind::kName) {
     int slot = LocalSlot(target.text);
-    if (slot < 0) return;
+    if (slot < 0 || !type.is_known()) return;
     LocalVariable& local = fn_.locals[slot];
-    if (local.type.is_known() || !type.is_known()) return;
+    if (local.is_param || local.annotated) return;
     // `x = None` starts an optional value: the local holds any object.
-    local.type = type.kind == TypeKind::kNone ? Type::Object() : type;
-    local.first_assignment = loc;
+    if (type.kind == TypeKind::kNone) type = Type::Object();
+    if (!local.type.is_known()) {
+      local.type = type;
+      local.first_type = type;
+      local.first_assignment = loc;
+      return;
+    }
+    Type joined = JoinLocalTypes(local.type, type);
+    if (!SameLocalType(joined, local.type) && !local.conflict_type.is_known()) {
+      local.conflict = loc;
+      local.conflict_type = type;
+    }
+    local.type = joined;
   } else if (target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) {
     for (ExprPtr& child : target.children) InferTarget(*child, type.is_known() ? Type::Object() : type, loc);
   }
@@ -760,6 +792,18 @@ void FunctionChecker::InferBlock(std::vector<StmtPtr>& body) {
         }
         break;
       }
+      case StmtKind::kAugAssign: {
+        // `s += x` assigns s the operator's result: an int local that meets
+        // a float (or an object) becomes dynamic.
+        Expr& target = *stmt->targets[0];
+        int slot = target.kind == ExprKind::kName ? LocalSlot(target.text) : -1;
+        if (slot < 0 || !fn_.locals[slot].type.is_known()) break;
+        Type value = Check(*stmt->value);
+        if (!value.is_known()) break;
+        InferTarget(target, BinaryType(stmt->bin_op, fn_.locals[slot].type, value, stmt->value.get(), stmt->loc),
+                    stmt->loc);
+        break;
+      }
       case StmtKind::kImport:
         for (const auto& [name, as_name] : stmt->names) {
           int slot = LocalSlot(as_name.empty() ? name.substr(0, name.find('.')) : as_name);
@@ -775,16 +819,18 @@ void FunctionChecker::InferBlock(std::vector<StmtPtr>& body) {
 
 void FunctionChecker::InferLocalTypes() {
   quiet_ = true;
-  // A local's type is that of its first assignment in source order. An
-  // assignment can depend on a local typed later in the text (inside a loop),
-  // so repeat until nothing changes.
-  for (int round = 0; round < 4; ++round) {
-    size_t known_before = std::count_if(fn_.locals.begin(), fn_.locals.end(),
-                                        [](const LocalVariable& l) { return l.type.is_known(); });
+  // An unannotated local's type joins the types of all its assignments
+  // (JoinLocalTypes). An assignment can depend on a local typed later in the
+  // text (inside a loop), so repeat until nothing changes. A type only moves
+  // up, from unknown to one type to dynamic, so the rounds are bounded.
+  const size_t rounds = 2 * fn_.locals.size() + 2;
+  for (size_t round = 0; round < rounds; ++round) {
+    std::vector<Type> before;
+    for (const LocalVariable& local : fn_.locals) before.push_back(local.type);
     InferBlock(fn_.def->body);
-    size_t known_after = std::count_if(fn_.locals.begin(), fn_.locals.end(),
-                                       [](const LocalVariable& l) { return l.type.is_known(); });
-    if (known_after == known_before) break;
+    bool changed = false;
+    for (size_t i = 0; i < fn_.locals.size(); ++i) changed = changed || !SameLocalType(fn_.locals[i].type, before[i]);
+    if (!changed) break;
   }
   quiet_ = false;
   for (LocalVariable& local : fn_.locals) {

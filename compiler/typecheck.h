@@ -66,6 +66,13 @@ struct LocalVariable {
   Type type;
   Loc first_assignment;
   bool is_param = false;
+  bool annotated = false;  // its type is its annotation's, not its assignments'
+  // An unannotated local whose assignments disagree (an int and a float, a
+  // number and an object) holds a dynamic value: the first assignment that
+  // disagreed, and the two types, for `ppy check -v`.
+  Loc conflict;
+  Type first_type;
+  Type conflict_type;
   bool needs_bound_check = false;  // some read may come before any assignment
 };
 

@@ -61,6 +61,14 @@ PyObject* Compile(PyObject*, PyObject* args) {
                                      "region_reason_loc", LocTuple(report.region_reason_loc));
     PyDict_Update(item, region);
     Py_DECREF(region);
+    PyObject* dynamic = PyList_New(0);
+    for (const std::string& local : report.dynamic_locals) {
+      PyObject* text = PyUnicode_FromString(local.c_str());
+      PyList_Append(dynamic, text);
+      Py_DECREF(text);
+    }
+    PyDict_SetItemString(item, "dynamic", dynamic);
+    Py_DECREF(dynamic);
     PyList_Append(functions, item);
     Py_DECREF(item);
   }

@@ -101,6 +101,8 @@ def _tier_text(function, path):
     text = "vm" if function["compiled"] else f"python ({function['reason']} at {at(function['reason_loc'])})"
     if function["region_reason"]:
         text += f"; not a region: {function['region_reason']} at {at(function['region_reason_loc'])}"
+    if function.get("dynamic"):
+        text += f"; dynamic locals: {', '.join(function['dynamic'])}"
     return text
 
 

@@ -70,7 +70,7 @@ def test_what_cpythons_compiler_rejects_ppy_rejects_the_same_way(runner, tmp_pat
 def test_check_reports_every_type_error_with_a_caret(runner, tmp_path):
     path = _write(tmp_path, "types.ppy", """\
         def f(n: int) -> int:
-            total = 0
+            total: int = 0
             total += 0.5
             ratio: float = n
             return "x"

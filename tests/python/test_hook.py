@@ -106,7 +106,7 @@ def test_a_syntax_error_is_cpythons_own(runner, tmp_path):
 def test_type_errors_warn_and_the_function_runs_as_python(runner, tmp_path):
     _write(tmp_path, "loose.ppy", """\
         def f(n: int) -> int:
-            total = 0
+            total: int = 0
             total += 0.5
             return n
         """)

@@ -28,7 +28,7 @@ const FunctionReport& Report(const CompileResult& result, const std::string& nam
 TEST(Compiler, ReportsEveryTypeErrorWithItsPosition) {
   auto compiled = testing::Compile(R"(
 def f(n: int) -> int:
-    total = 0
+    total: int = 0
     total += 0.5
     flag: bool = n
     return "text"
@@ -41,6 +41,32 @@ def f(n: int) -> int:
             }));
   EXPECT_FALSE(Report(compiled->result, "f").compiled);
   EXPECT_EQ(Report(compiled->result, "f").reason, "type errors");
+}
+
+// An unannotated local's type joins all its assignments: where they
+// disagree it holds a dynamic value, as Python's name would, instead of an
+// error or an unboxing that raises.
+TEST(Compiler, UnannotatedLocalsWhoseAssignmentsDisagreeAreDynamic) {
+  auto compiled = testing::Compile(R"(
+def f(n: int, xs: list):
+    total = 0
+    total += 0.5
+    count = 0
+    count += 1
+    item = 0.0
+    for item in xs:
+        pass
+    flag = 0
+    if n > 1:
+        flag = True
+    return total, count, item, flag
+)");
+  EXPECT_TRUE(compiled->result.diagnostics.empty()) << Messages(compiled->result).front();
+  const FunctionReport& f = Report(compiled->result, "f");
+  EXPECT_TRUE(f.compiled);
+  EXPECT_EQ(f.dynamic_locals, (std::vector<std::string>{"total (int at line 3, float at line 4)",
+                                                        "item (float at line 7, object at line 8)",
+                                                        "flag (int at line 10, bool at line 12)"}));
 }
 
 TEST(Compiler, FallsBackWithTheConstructAndItsLine) {
