@@ -1323,7 +1323,8 @@ class CodeGen {
         b_.StoreFloat(F(a), FromSlot(result_slot_), 0);
         b_.ReturnImm(kJitReturned);
         break;
-      case Op::CHECK_BOUND_I: b_.BranchIntImm(IntCond::kEq, I(a), 0, Exit()); break;
+      case Op::CHECK_BOUND_I:
+      case Op::CHECK_BOUND_U: b_.BranchIntImm(IntCond::kEq, I(a), 0, Exit()); break;
       default: b_.Jump(Exit()); break;
     }
   }

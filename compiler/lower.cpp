@@ -62,6 +62,7 @@ class Lowering {
   int ConstNone() { return ConstObject(Py_None); }
   int ObjectIndex(PyObject* object);  // an object constant for K operands
   int NameIndex(const std::string& name);
+  void BorrowInto(int slot, int object);
 
   // ---- Instructions ----
   int Emit(Op op, int a = 0, int b = 0, int c = 0, int64_t d = 0) {
@@ -368,6 +369,7 @@ int Lowering::EmitName(const Expr& expr, int target) {
       if (expr.check_bound) {
         int name = NameIndex(expr.text);
         if (bound_flags_[expr.index] >= 0) Emit(Op::CHECK_BOUND_I, bound_flags_[expr.index], 0, 0, name);
+        else if (fn_.locals[expr.index].type.is_buffer()) Emit(Op::CHECK_BOUND_U, reg, 0, 0, name);
         else Emit(Op::CHECK_BOUND_O, reg, 0, 0, name);
       }
       return reg;
@@ -1176,12 +1178,25 @@ void Lowering::Assign(const Stmt& stmt) {
   }
   if (stmt.targets.size() == 1 && first.kind == ExprKind::kName && first.resolution == Resolution::kLocal) {
     int slot = first.index;
-    ValueInto(value, LocalRegister(slot), fn_.locals[slot].type);
+    if (fn_.locals[slot].type.is_buffer() && value.type.is_object()) {
+      BorrowInto(slot, Value(value));
+    } else {
+      ValueInto(value, LocalRegister(slot), fn_.locals[slot].type);
+    }
     SetBound(slot);
     return;
   }
   int reg = Value(value);
   for (const ExprPtr& target : stmt.targets) StoreTarget(*target, reg, value.type);
+}
+
+// An object assigned to a Buffer-annotated local (`out: Buffer[float] =
+// np.empty(n)`): BORROW_U checks it as a parameter would be checked and
+// borrows a view for the rest of the frame (the register's element type is
+// the annotation's). Whether the view must be writable is filled in once the
+// whole function is emitted (see Run).
+void Lowering::BorrowInto(int slot, int object) {
+  Emit(Op::BORROW_U, LocalRegister(slot), object, 0, NameIndex(fn_.locals[slot].name));
 }
 
 void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
@@ -1191,7 +1206,11 @@ void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
     case ExprKind::kName:
       if (target.resolution == Resolution::kLocal) {
         int slot = target.index;
-        Coerce(value, value_type, fn_.locals[slot].type, LocalRegister(slot));
+        if (fn_.locals[slot].type.is_buffer() && value_type.is_object()) {
+          BorrowInto(slot, value);
+        } else {
+          Coerce(value, value_type, fn_.locals[slot].type, LocalRegister(slot));
+        }
         SetBound(slot);
       } else {
         Emit(Op::STORE_GLOBAL, Coerce(value, value_type, Type::Object()), 0, 0, NameIndex(target.text));
@@ -1606,7 +1625,10 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
   bound_flags_.assign(fn_.locals.size(), -1);
   for (size_t i = 0; i < fn_.locals.size(); ++i) {
     const LocalVariable& local = fn_.locals[i];
-    if (local.needs_bound_check && local.type.kind_of_register() != Kind::kObject) {
+    // Ints and floats have no "unassigned" value, so a flag says whether the
+    // local is bound; objects and buffers are null until assigned.
+    Kind kind = local.type.kind_of_register();
+    if (local.needs_bound_check && (kind == Kind::kInt || kind == Kind::kFloat)) {
       bound_flags_[i] = NewRegister({Kind::kInt, ElemType::kNone});
       is_local_.push_back(true);
     }
@@ -1697,13 +1719,19 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
                         static_cast<int32_t>(in.d)});
     fn->lines.push_back(in.line);
   }
-  // Record which buffers the function stores into, so the call boundary asks
-  // for writable views.
+  // Record which buffers the function stores into, so the call boundary (and
+  // BORROW_U, in its C operand) asks for writable views.
+  std::vector<bool> stored(fn->registers.size(), false);
   for (const Instr& in : fn->code) {
     bool store = in.op == Op::STORE_F64 || in.op == Op::STORE_I64 || in.op == Op::STORE_F || in.op == Op::STORE_I ||
                  in.op == Op::STOREX_F64 || in.op == Op::STOREX_I64 || in.op == Op::ADDTO_F64 ||
                  in.op == Op::ADDTO_I64;
-    if (store && in.a < num_params) fn->params[in.a].writes = true;
+    if (!store) continue;
+    stored[in.a] = true;
+    if (in.a < num_params) fn->params[in.a].writes = true;
+  }
+  for (Instr& in : fn->code) {
+    if (in.op == Op::BORROW_U) in.c = stored[in.a] ? 1 : 0;
   }
   return fn;
 }

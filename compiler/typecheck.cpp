@@ -1201,7 +1201,8 @@ bool FunctionChecker::Assignable(Type target, Type value) const {
     case TypeKind::kInt: return value.is_int() || dynamic_could_be("int");
     case TypeKind::kFloat: return value.is_float() || dynamic_could_be("float");
     case TypeKind::kBool: return value.is_bool() || dynamic_could_be("bool");
-    case TypeKind::kBuffer: return value.is_buffer() && value.elem == target.elem;
+    // A dynamic value is borrowed at run time, checked as a parameter is.
+    case TypeKind::kBuffer: return (value.is_buffer() && value.elem == target.elem) || value.is_object();
     default: return false;
   }
 }

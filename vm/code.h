@@ -92,6 +92,9 @@ struct Param {
   ValueType type = ValueType::kObject;
   ElemType elem = ElemType::kNone;  // for Buffer parameters
   bool writes = false;              // a buffer the function stores into
+  // A Buffer-annotated local borrowed by BORROW_U (never serialized): its
+  // errors name "local 'out'" instead of "argument 'out'".
+  bool is_local = false;
 };
 
 // One constant register's initial value. Object constants are indexes into

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "vm/function_object.h"
@@ -423,6 +424,74 @@ bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* re
   return CallRebound(current, callee, args, result);
 }
 
+namespace {
+
+// The views a frame borrows for its Buffer-annotated locals (BORROW_U), each
+// released when the frame ends, on every path, or when its register is
+// assigned another view that no other register shares.
+class LocalBorrows {
+ public:
+  LocalBorrows() = default;
+  LocalBorrows(const LocalBorrows&) = delete;
+  LocalBorrows& operator=(const LocalBorrows&) = delete;
+  ~LocalBorrows() {
+    for (auto& record : records_) Release(*record);
+  }
+
+  // U[reg] := a view of `obj` checked as the local `name`; false with the exception set.
+  bool Borrow(const FunctionCode& fn, Value* regs, int reg, PyObject* obj, PyObject* name, bool writes) {
+    const char* text = PyUnicode_AsUTF8(name);
+    if (text == nullptr) return false;
+    auto record = std::make_unique<Record>();
+    record->param.name = text;
+    record->param.type = ValueType::kBuffer;
+    record->param.elem = fn.registers[reg].elem;
+    record->param.writes = writes;
+    record->param.is_local = true;
+    if (!AcquireBuffer(obj, fn, record->param, &record->raw, &record->view)) return false;
+    if (record->view.exporter == Exporter::kTorch) RegisterTorchView(&record->view);
+    BufferView* previous = regs[reg].u;
+    regs[reg].u = &record->view;
+    records_.push_back(std::move(record));
+    ReleaseIfUnused(fn, regs, previous);
+    return true;
+  }
+
+ private:
+  struct Record {
+    Py_buffer raw{};
+    BufferView view;
+    Param param;
+  };
+
+  void ReleaseIfUnused(const FunctionCode& fn, const Value* regs, BufferView* view) {
+    if (view == nullptr) return;
+    for (int reg = 0; reg < fn.num_registers(); ++reg) {
+      if (fn.registers[reg].kind == Kind::kBuffer && regs[reg].u == view) return;
+    }
+    for (size_t i = 0; i < records_.size(); ++i) {
+      if (&records_[i]->view == view) {
+        Release(*records_[i]);
+        records_.erase(records_.begin() + static_cast<std::ptrdiff_t>(i));
+        return;
+      }
+    }
+  }
+
+  static void Release(Record& record) {
+    if (record.raw.obj != nullptr) PyBuffer_Release(&record.raw);
+    if (record.view.exporter == Exporter::kTorch) {
+      UnregisterTorchView(&record.view);
+      if (record.param.writes) MarkTorchTensorWritten(record.view.owner);
+    }
+    Py_CLEAR(record.view.storage);
+  }
+
+  std::vector<std::unique_ptr<Record>> records_;
+};
+
+}  // namespace
+
 bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
   const int num_registers = fn.num_registers();
   const int num_params = fn.num_params();
@@ -435,9 +504,14 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
   std::memset(regs + end_of_constants, 0, sizeof(Value) * (num_registers - end_of_constants));
   for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
 
+  LocalBorrows borrows;
+
   const Instr* const code = fn.code.data();
   const Instr* ip = code;
-  uint32_t ticks = kBackEdgesPerCheck;
+  // PPY_JIT=eager enters machine code at the first back edge of a loop the
+  // function reaches on the interpreter (after object code before it), so
+  // that short loops run it too; otherwise every kBackEdgesPerCheck.
+  uint32_t ticks = g_tiering.mode == JitMode::kEager ? 1 : kBackEdgesPerCheck;
   bool ok = false;
 
   static void* const kDispatch[kOpCount] = {
@@ -544,6 +618,10 @@ enter_jit : {
   }
   NEXT_AFTER_PYTHON;
   CASE(BOX_U) SetObject(R(in.a), Py_NewRef(R(in.b).u->owner)); NEXT_AFTER_PYTHON;
+  CASE(BORROW_U) {
+    if (!borrows.Borrow(fn, regs, in.a, R(in.b).o, fn.objects[in.d], in.c != 0)) goto error;
+  }
+  NEXT_AFTER_PYTHON;
   CASE(UNBOX_I) {
     if (!UnboxInt(R(in.b).o, &R(in.a).i)) goto error;
   }
@@ -1114,6 +1192,13 @@ enter_jit : {
   NEXT;
   CASE(CHECK_BOUND_O) {
     if (R(in.a).o == nullptr) {
+      RaiseUnbound(fn.objects[in.d]);
+      goto error;
+    }
+  }
+  NEXT;
+  CASE(CHECK_BOUND_U) {
+    if (R(in.a).u == nullptr) {
       RaiseUnbound(fn.objects[in.d]);
       goto error;
     }

@@ -383,6 +383,9 @@ std::string AnnotationOf(ElemType elem) {
 
 bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& param, BufferView* view);
 
+// What a buffer error calls the name it is about.
+const char* RoleOf(const Param& param) { return param.is_local ? "local" : "argument"; }
+
 }  // namespace
 
 bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py_buffer* raw, BufferView* view) {
@@ -392,8 +395,8 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
     if (std::strcmp(type_name, "Tensor") == 0 || std::strcmp(type_name, "Parameter") == 0) {
       return AcquireTorchTensor(obj, fn, param, view);
     }
-    PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be %s, not %.200s (it has no buffer interface)",
-                 fn.name.c_str(), param.name.c_str(), AnnotationOf(param.elem).c_str(), type_name);
+    PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be %s, not %.200s (it has no buffer interface)",
+                 fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem).c_str(), type_name);
     return false;
   }
   int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS;
@@ -409,8 +412,8 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
     // The exporter's reason (not contiguous, ...) becomes a TypeError naming the parameter.
     PyObject* exporter_error = TakeRaisedException();
     PyObject* reason = exporter_error ? PyObject_Str(exporter_error) : nullptr;
-    PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be a C-contiguous one-dimensional %s: %s",
-                 fn.name.c_str(), param.name.c_str(), AnnotationOf(param.elem).c_str(),
+    PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be a C-contiguous one-dimensional %s: %s",
+                 fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem).c_str(),
                  reason ? PyUnicode_AsUTF8(reason) : "no buffer");
     Py_XDECREF(reason);
     Py_XDECREF(exporter_error);
@@ -420,11 +423,11 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
   ElemType elem = ElemTypeOfFormat(raw->format, raw->itemsize);
   if (raw->ndim != 1 || elem != param.elem) {
     if (raw->ndim != 1) {
-      PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be a one-dimensional %s, got %d dimensions",
-                   fn.name.c_str(), param.name.c_str(), AnnotationOf(param.elem).c_str(), raw->ndim);
+      PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be a one-dimensional %s, got %d dimensions",
+                   fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem).c_str(), raw->ndim);
     } else {
-      PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be %s, got a buffer of format '%s' (itemsize %zd)",
-                   fn.name.c_str(), param.name.c_str(), AnnotationOf(param.elem).c_str(),
+      PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be %s, got a buffer of format '%s' (itemsize %zd)",
+                   fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem).c_str(),
                    raw->format ? raw->format : "B", raw->itemsize);
     }
     PyBuffer_Release(raw);
@@ -459,7 +462,7 @@ bool TorchGradEnabled() {
 bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& param, BufferView* view) {
   auto fail = [&](const char* why) {
     if (!PyErr_Occurred()) {
-      PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be %s: the tensor %s", fn.name.c_str(),
+      PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be %s: the tensor %s", fn.name.c_str(), RoleOf(param),
                    param.name.c_str(), AnnotationOf(param.elem).c_str(), why);
     }
     return false;

@@ -415,9 +415,9 @@ class Verifier {
         if (Tracked(reg)) out.assigned.set(reg);
         out.iterators.reset(reg);
       }
-      // CHECK_BOUND_O exists to read a register that may be unassigned; after
-      // it, the register is known to hold a value.
-      if (in.op == Op::CHECK_BOUND_O) out.assigned.set(in.a);
+      // CHECK_BOUND_O and _U exist to read a register that may be unassigned;
+      // after one, the register is known to hold a value.
+      if (in.op == Op::CHECK_BOUND_O || in.op == Op::CHECK_BOUND_U) out.assigned.set(in.a);
       if (in.op == Op::GET_ITER) out.iterators.set(in.a);
       if (in.op == Op::MOVE_O && before.iterators.test(in.b)) out.iterators.set(in.a);
       // FOR_ITER writes R[A] only when it falls through; exhausted, it jumps
@@ -446,7 +446,7 @@ class Verifier {
       reads.clear();
       writes.clear();
       ReadsAndWrites(in, &reads, &writes);
-      if (in.op == Op::CHECK_BOUND_O) reads.clear();
+      if (in.op == Op::CHECK_BOUND_O || in.op == Op::CHECK_BOUND_U) reads.clear();
       for (int reg : reads) {
         if (Tracked(reg) && !in_states[pc_].assigned.test(reg)) {
           return FailAt(Cat("reads register ", reg, " before it is assigned on every path"));
