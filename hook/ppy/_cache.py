@@ -13,8 +13,9 @@ shares it. The rules:
   process;
 * everything read back is untrusted: the C++ loader checks magic, versions and
   checksum and verifies the bytecode; a bad entry is rebuilt with one warning;
-* a cache folder that cannot be written falls back to building in memory, with
-  one note;
+* a cache folder that cannot be written (or is shared) falls back to the
+  per-user cache ($XDG_CACHE_HOME/ppy), traced (a shared one with a note); if
+  that cannot be written either, to building in memory, with one note;
 * the cache is a trust boundary (docs/cli.md, "Who ppy trusts"): nothing is read
   from or written to a folder or file that another user owns or can write;
   files are opened relative to the checked folder, never through a symlink, and
@@ -33,11 +34,15 @@ import marshal
 import os
 import time
 
-from ppy import _hook, _notes
+from ppy import _hook, _notes, _trace
 from ppy._hook import digest as _digest
 
 def _closure(source_path, source, finder):
-    """The .ppy modules `source` imports, transitively: [(name, path, digest)]."""
+    """The .ppy modules `source` imports, transitively: [(name, path, digest)],
+    each path relative to the folder of `source_path`, so that an entry stays
+    valid where the files keep their places relative to each other (a package
+    installed with the cache it shipped)."""
+    base = os.path.dirname(os.path.abspath(source_path))
     seen = {os.path.abspath(source_path)}
     result = []
     pending = [source]
@@ -49,7 +54,7 @@ def _closure(source_path, source, finder):
             seen.add(os.path.abspath(path))
             with open(path, "rb") as handle:
                 text = handle.read()
-            result.append((name, os.path.abspath(path), _digest(text)))
+            result.append((name, os.path.relpath(os.path.abspath(path), base), _digest(text)))
             pending.append(text)
     result.sort()
     return result
@@ -160,11 +165,14 @@ def _log_build(dir_fd, module_name, source_path, reason):
         pass
 
 
-def _open_cache_folder(cache_dir):
+def _open_cache_folder(cache_dir, mode=0o755):
     """(descriptor of the cache folder or None, why not): creates the folder
-    (0755: a folder others can write is one ppy will not use) and checks it."""
+    (0755: a folder others can write is one ppy will not use; the per-user
+    cache 0700) and checks it."""
     try:
-        os.makedirs(cache_dir, mode=0o755, exist_ok=True)
+        if mode == 0o700:
+            os.makedirs(os.path.dirname(cache_dir), mode=0o700, exist_ok=True)
+        os.makedirs(cache_dir, mode=mode, exist_ok=True)
     except OSError:
         return None, "unwritable"
     dir_fd = _hook.open_trusted_folder(cache_dir)
@@ -191,6 +199,29 @@ def _note_memory(cache_dir, why):
         _notes.note(f"the cache folder {cache_dir} is not writable; building in memory")
     else:
         _notes.note(f"{why}; building in memory")
+
+
+def _is_shared(folder):
+    """Whether `folder` exists and another user owns it or can write it."""
+    try:
+        return not _hook.private(os.stat(folder))
+    except OSError:
+        return False
+
+
+def _note_user_cache(project_dir, user_dir, shared):
+    """One note per folder and process: which project cache the per-user cache
+    stands in for. A shared folder is a note on stderr (someone pointed ppy at
+    a folder others can write); a read-only one, an installed package's, is
+    normal and only traced."""
+    if project_dir in _memory_notes:
+        return
+    _memory_notes.add(project_dir)
+    if shared:
+        _notes.note(f"the cache folder {project_dir} is shared (not owned by you, or writable by others): "
+                    f"nothing is loaded from it or written to it; using the per-user cache {user_dir}")
+    else:
+        _trace.event(f"the cache folder {project_dir} is not writable; using the per-user cache {user_dir}")
 
 
 def build_machine_code(loaded, module_name):
@@ -228,14 +259,26 @@ def build_machine_code(loaded, module_name):
     return True, time.perf_counter() - started
 
 
-def build(source_path, module_name, finder, source, source_digest, entry_path, reason, started, torch=None):
-    """Builds the entry `_hook.load` missed, under the module's lock."""
+def build(source_path, module_name, finder, source, source_digest, entry_path, reason, started, torch=None,
+          fallback_from=None):
+    """Builds the entry `_hook.load` missed, under the module's lock. With
+    `fallback_from` (the project cache folder it could not use), `entry_path`
+    is in the per-user cache."""
     from ppy import _ppy
 
     if reason == _hook.CORRUPT:
         _notes.warn(f"the cache entry {entry_path} is corrupt; rebuilding it")
     cache_dir, name = os.path.split(entry_path)
-    dir_fd, why = _open_cache_folder(cache_dir)
+    dir_fd, why = _open_cache_folder(cache_dir, 0o700 if fallback_from else 0o755)
+    if fallback_from is not None:
+        shared = _is_shared(fallback_from)
+        if shared:
+            reason = _hook.SHARED_FOLDER
+        if dir_fd is not None:
+            _note_user_cache(fallback_from, cache_dir, shared)
+        else:
+            # Neither cache: the note names the folder the user chose.
+            cache_dir, why = fallback_from, "shared" if shared else "unwritable"
     lock = None
     if dir_fd is not None:
         try:
@@ -249,7 +292,8 @@ def build(source_path, module_name, finder, source, source_digest, entry_path, r
     try:
         if lock is not None:
             # Another process may have built it while this one waited.
-            compiled, metadata, again = _hook.check_entry(_hook.read_trusted(entry_path), source_digest, torch)
+            compiled, metadata, again = _hook.check_entry(_hook.read_trusted(entry_path), source_digest, torch,
+                                                          source_path)
             if again == _hook.HIT:
                 return _hook.Loaded(compiled, metadata, "waited", reason, time.perf_counter() - started, entry_path)
         from ppy import _build

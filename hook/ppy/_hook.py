@@ -186,6 +186,41 @@ def entry_path_for(source_path):
     return os.path.join(cache_dir, f"{stem}.{ABI}.ppyc")
 
 
+# ---- The per-user cache -------------------------------------------------------------------
+# Where the project cache cannot be used (an installed package in a read-only
+# site-packages, a PPY_CACHE_DIR other users can write), entries go to a
+# private folder of this user instead: $XDG_CACHE_HOME/ppy (~/.cache/ppy), one
+# subfolder per source folder and Python environment, so that two virtual
+# environments importing the same files never rebuild each other's entries.
+
+
+def user_cache_root():
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG rule: a relative value is ignored
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ppy")
+
+
+def user_entry_path_for(source_path):
+    folder = os.path.dirname(os.path.realpath(source_path))
+    key = digest(os.fsencode(folder) + b"\0" + os.fsencode(sys.prefix))[:16]
+    stem = os.path.splitext(os.path.basename(source_path))[0]
+    return os.path.join(user_cache_root(), key, f"{stem}.{ABI}.ppyc")
+
+
+def project_cache_usable(cache_dir):
+    """Whether ppy may write the project cache folder `cache_dir` (or create
+    it): a folder of this user (or root) that no one else can write, and that
+    this process can write."""
+    try:
+        status = os.stat(cache_dir)
+    except FileNotFoundError:
+        return os.access(os.path.dirname(cache_dir) or ".", os.W_OK)
+    except OSError:
+        return False
+    return private(status) and os.access(cache_dir, os.W_OK)
+
+
 class Loaded:
     """A module's compiled code, ready to attach, and how it was obtained."""
 
@@ -199,12 +234,13 @@ class Loaded:
         self.key = metadata.get("key", "") if metadata else ""
 
 
-def _current_dependencies(recorded):
-    """The recorded closure with today's digests, or None if a file is gone."""
+def _current_dependencies(recorded, base):
+    """The recorded closure with today's digests, or None if a file is gone.
+    Paths are relative to `base`, the importing module's folder."""
     current = []
     for name, path, _ in recorded:
         try:
-            with open(path, "rb") as handle:
+            with open(os.path.join(base, path), "rb") as handle:
                 current.append((name, path, digest(handle.read())))
         except OSError:
             return None
@@ -225,7 +261,8 @@ def machine_code_path_for(entry_path):
 # writable by no one else, the file a regular file opened without following a
 # symlink. Every check is made on an open descriptor and the file is opened
 # relative to the checked folder's, so nothing can be swapped in between. A
-# folder that fails is used for nothing: ppy builds in memory (ppy._cache).
+# folder that fails is used for nothing: ppy builds into the per-user cache
+# (below), or in memory (ppy._cache).
 
 
 def private(status):
@@ -339,8 +376,9 @@ def torch_key(source):
     return _region_build.TORCH_VERSION or NO_EXECUTOR
 
 
-def check_entry(data, source_digest, torch=None):
-    """Loads entry bytes; returns (compiled, metadata, miss reason or HIT)."""
+def check_entry(data, source_digest, torch, source_path):
+    """Loads entry bytes of the module at `source_path`; returns (compiled,
+    metadata, miss reason or HIT)."""
     from ppy import _ppy
 
     if data is None:
@@ -354,7 +392,8 @@ def check_entry(data, source_digest, torch=None):
         return None, None, CORRUPT
     if metadata.get("source_digest") != source_digest:
         return None, metadata, SOURCE_CHANGED
-    dependencies = _current_dependencies(metadata.get("dependencies", []))
+    base = os.path.dirname(os.path.abspath(source_path))
+    dependencies = _current_dependencies(metadata.get("dependencies", []), base)
     if dependencies is None or dependencies != metadata.get("dependencies"):
         return None, metadata, IMPORT_CHANGED
     if metadata.get("torch") != torch:
@@ -374,12 +413,23 @@ def load(source_path, module_name, finder):
     source_digest = digest(source)
     entry_path = entry_path_for(source_path)
     torch = torch_key(source)
-    compiled, metadata, reason = check_entry(read_trusted(entry_path), source_digest, torch)
+    compiled, metadata, reason = check_entry(read_trusted(entry_path), source_digest, torch, source_path)
     if reason == HIT:
         return Loaded(compiled, metadata, "hit", HIT, time.perf_counter() - started, entry_path)
+    fallback_from = None
+    if not project_cache_usable(os.path.dirname(entry_path)):
+        # A project cache ppy cannot write: the per-user cache takes its place.
+        fallback_from = os.path.dirname(entry_path)
+        entry_path = user_entry_path_for(source_path)
+        compiled, metadata, user_reason = check_entry(read_trusted(entry_path), source_digest, torch, source_path)
+        if user_reason == HIT:
+            return Loaded(compiled, metadata, "hit", HIT, time.perf_counter() - started, entry_path)
+        if reason == NO_ENTRY:
+            reason = user_reason
     from ppy import _cache
 
-    return _cache.build(source_path, module_name, finder, source, source_digest, entry_path, reason, started, torch)
+    return _cache.build(source_path, module_name, finder, source, source_digest, entry_path, reason, started, torch,
+                        fallback_from)
 
 
 # ---- Running a module ---------------------------------------------------------------------

@@ -4,7 +4,7 @@
     ppy check [-v] PATH...            report errors as file:line:col: error: message
     ppy run [--trace] FILE [ARGS...]  run a .ppy file as __main__, natively
     ppy dis [--jit] FILE [FUNC]       print the bytecode (or machine code) of FILE's compiled functions
-    ppy clean [PATH...]               remove .ppy-cache folders under PATH
+    ppy clean [--user] [PATH...]      remove .ppy-cache folders under PATH (--user: the per-user cache)
 
 build, check and clean are silent and exit 0 on success.
 """
@@ -239,7 +239,7 @@ def _clean_folder(folder):
 def _command_clean(args):
     failed = False
     folders = []
-    for path in args.paths or ["."]:
+    for path in args.paths or ([] if args.user else ["."]):
         for directory, subdirectories, _ in os.walk(path):
             if ".ppy-cache" in subdirectories:
                 folders.append(os.path.join(directory, ".ppy-cache"))
@@ -247,6 +247,12 @@ def _command_clean(args):
     configured = os.environ.get("PPY_CACHE_DIR")
     if configured and os.path.isdir(configured):
         folders.append(configured)
+    if args.user:
+        from ppy import _hook
+
+        root = _hook.user_cache_root()
+        if os.path.isdir(root) and not os.path.islink(root):
+            folders.extend(os.path.join(root, name) for name in sorted(os.listdir(root)))
     for folder in folders:
         try:
             _clean_folder(folder)
@@ -289,6 +295,8 @@ def _parser():
     dis.set_defaults(run=_command_dis)
 
     clean = commands.add_parser("clean", help="remove .ppy-cache folders")
+    clean.add_argument("--user", action="store_true",
+                       help="also empty the per-user cache ($XDG_CACHE_HOME/ppy, where a project cache is read-only)")
     clean.add_argument("paths", nargs="*", metavar="PATH")
     clean.set_defaults(run=_command_clean)
     return parser

@@ -139,6 +139,9 @@ class Runner:
     def env(self, **overrides):
         env = dict(os.environ)
         env["PPY_CACHE_DIR"] = str(self.cache_dir)
+        # The per-user cache (where a project cache cannot be used) of the
+        # test, never the real user's.
+        env["XDG_CACHE_HOME"] = str(self.cache_dir.parent / "user-cache")
         env.pop("PPY_IMPORT", None)
         env.pop("PPY_JIT", None)
         env.pop("PPY_QUIET", None)

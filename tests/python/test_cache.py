@@ -128,24 +128,45 @@ def test_every_truncation_and_flipped_section_is_rebuilt_with_one_warning(runner
     assert len(_builds(runner)) == 1 + len(damaged)
 
 
-def test_a_read_only_cache_folder_builds_in_memory_with_one_note(runner, project):
+def test_a_read_only_cache_folder_builds_into_the_per_user_cache(runner, project, tmp_path):
     if os.geteuid() == 0:
-        pytest.skip("root writes through read-only permissions")
+        pytest.skip("root writes through read-only permissions (tests/python/test_installed.py runs as another user)")
     runner.cache_dir.mkdir()
     runner.cache_dir.chmod(0o555)
     try:
-        result = runner.python("-c", PROBE + "; import kernel as again", cwd=project)
-        assert result.stdout == "3.5 vm\n"
-        assert result.stderr.count("not writable; building in memory") == 1
+        result = runner.python("-c", PROBE + "; import kernel as again", cwd=project, PPY_TRACE="1")
+        assert result.stdout.startswith("3.5 vm\n")
+        assert result.stderr.count("is not writable; using the per-user cache") == 1
+        assert not [line for line in result.stderr.splitlines() if line.startswith("ppy: ")]
+        assert list(runner.cache_dir.iterdir()) == []
+        assert list((tmp_path / "user-cache" / "ppy").glob("*/kernel.*.ppyc"))
     finally:
         runner.cache_dir.chmod(0o755)
 
 
-def test_an_unwritable_cache_location_builds_in_memory_with_one_note(runner, project):
+def test_an_unwritable_cache_location_builds_into_the_per_user_cache(runner, project, tmp_path):
     # A cache folder under a regular file can never be created, even by root.
     blocker = project / "blocker"
     blocker.write_text("")
-    result = runner.python("-c", PROBE, cwd=project, PPY_CACHE_DIR=str(blocker / "cache"))
+    env = {"PPY_CACHE_DIR": str(blocker / "cache")}
+    first = runner.python("-c", PROBE, cwd=project, PPY_TRACE="1", **env)
+    assert first.stdout.startswith("3.5 vm\n"), first.stderr
+    assert "is not writable; using the per-user cache" in first.stderr
+    assert "cache miss (no entry), built into the cache" in first.stderr
+    again = runner.python("-c", PROBE, cwd=project, PPY_TRACE="1", **env)
+    assert "cache hit" in again.stderr, again.stderr
+    entries = list((tmp_path / "user-cache" / "ppy").glob("*/kernel.*.ppyc"))
+    assert len(entries) == 1 and entries[0].parent.stat().st_mode & 0o777 == 0o700
+    # ppy clean --user empties it.
+    assert runner.ppy("clean", "--user", cwd=project).returncode == 0
+    assert not list((tmp_path / "user-cache" / "ppy").glob("*/*"))
+
+
+def test_with_no_cache_ppy_builds_in_memory_with_one_note(runner, project):
+    blocker = project / "blocker"
+    blocker.write_text("")
+    result = runner.python("-c", PROBE + "; import kernel as again", cwd=project, PPY_CACHE_DIR=str(blocker / "cache"),
+                           XDG_CACHE_HOME=str(blocker / "user"))
     assert result.stdout == "3.5 vm\n", result.stderr
     assert result.stderr.count("not writable; building in memory") == 1
 
@@ -156,7 +177,6 @@ def test_editing_an_imported_module_rebuilds_its_importer(runner, tmp_path):
     probe = "import ppy, user; print(user.two())"
     assert runner.python("-c", probe, cwd=tmp_path).stdout == "2\n"
     (tmp_path / "helpers.ppy").write_text("def one() -> int:\n    return 10\n")
-    traced = runner.ppy("run", "--trace", "-c", probe, cwd=tmp_path) if False else None
     result = runner.python("-c", probe, cwd=tmp_path, PPY_TRACE="1")
     assert result.stdout == "11\n"
     assert "module user (" in result.stderr and "cache miss (imported module changed)" in result.stderr

@@ -1,0 +1,143 @@
+"""A library that ships .ppy kernels in its wheel, installed into a
+site-packages its users cannot write (issue 17): a warm cache shipped in the
+wheel is used as is; without one, ppy builds into the per-user cache
+($XDG_CACHE_HOME/ppy), says so only under --trace, and never writes into
+site-packages. The importing process runs as another user (uid 61001, via
+setpriv), since root writes through read-only permissions."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import communicate, spawn
+
+USER = 61001
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="making a site-packages its user cannot write needs root"),
+    pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux) to run as another user"),
+]
+
+PYPROJECT = textwrap.dedent("""
+    [build-system]
+    requires = ["setuptools"]
+    build-backend = "setuptools.build_meta"
+
+    [project]
+    name = "kern"
+    version = "1.0"
+
+    [tool.setuptools]
+    packages = ["kern"]
+
+    # The kernels, and the warm cache if `ppy build --warm kern` made one
+    # before the wheel was built (docs/cli.md, "Shipping kernels in a package").
+    [tool.setuptools.package-data]
+    kern = ["*.ppy", ".ppy-cache/*.ppyc", ".ppy-cache/*.ppyjit"]
+""")
+
+INIT = "import ppy  # noqa: F401  (the import hook for the kernels)\nfrom kern.ops import total\n"
+HELPERS = "def twice(x: float) -> float:\n    return 2.0 * x\n"
+OPS = textwrap.dedent("""
+    from ppy import Buffer
+    from kern.helpers import twice
+
+    def total(xs: Buffer[float]) -> float:
+        s = 0.0
+        for i in range(len(xs)):
+            s += twice(xs[i])
+        return s
+""")
+PROBE = "import array, ppy, kern; print(kern.total(array.array('d', [1.0, 2.5])), ppy.tier(kern.total))"
+
+
+def _run(args, cwd, env, user=None):
+    if user is not None:
+        args = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=+dac_read_search",
+                "--ambient-caps=+dac_read_search", *args]
+    process = spawn(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = communicate(process, 300)
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
+def _snapshot(folder):
+    return sorted((str(p.relative_to(folder)), p.stat().st_mtime_ns) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def installed(tmp_path, request):
+    """(venv python, site-packages kern folder, env, per-user cache) for the
+    wheel built with or without a warm cache (request.param)."""
+    base = Path(tempfile.mkdtemp(prefix="ppy-installed-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        source = base / "src"
+        (source / "kern").mkdir(parents=True)
+        (source / "pyproject.toml").write_text(PYPROJECT)
+        (source / "kern" / "__init__.py").write_text(INIT)
+        (source / "kern" / "helpers.ppy").write_text(HELPERS)
+        (source / "kern" / "ops.ppy").write_text(OPS)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PPY_")}
+        if request.param == "warm":
+            built = _run([sys.executable, "-m", "ppy", "build", "--warm", "kern"], source, env)
+            assert built.returncode == 0, built.stderr
+        wheel = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w",
+                      str(base / "dist"), "."], source, env)
+        assert wheel.returncode == 0, wheel.stderr
+        venv = _run([sys.executable, "-m", "venv", "--system-site-packages", str(base / "venv")], base, env)
+        assert venv.returncode == 0, venv.stderr
+        python = base / "venv" / "bin" / "python"
+        [path] = (base / "dist").glob("kern-*.whl")
+        install = _run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(path)], base, env)
+        assert install.returncode == 0, install.stderr
+        shutil.rmtree(source)  # nothing resolves to the build tree any more
+        site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], base,
+                         env).stdout.strip())
+        user_cache = base / "home-cache"
+        user_cache.mkdir()
+        os.chown(user_cache, USER, USER)
+        env["XDG_CACHE_HOME"] = str(user_cache)
+        yield python, site / "kern", env, user_cache / "ppy"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("installed", ["cold"], indirect=True)
+def test_without_a_shipped_cache_kernels_build_into_the_per_user_cache(installed):
+    python, package, env, user_cache = installed
+    before = _snapshot(package)
+    first = _run([str(python), "-c", PROBE], "/", dict(env, PPY_TRACE="1"), USER)
+    assert first.stdout == "7.0 vm\n", first.stderr
+    assert "is not writable; using the per-user cache" in first.stderr
+    assert not [line for line in first.stderr.splitlines() if line.startswith("ppy: ")], first.stderr
+    quiet = _run([str(python), "-c", PROBE], "/", env, USER)
+    assert quiet.stdout == "7.0 vm\n" and quiet.stderr == "", quiet.stderr
+    again = _run([str(python), "-c", PROBE], "/", dict(env, PPY_TRACE="1"), USER)
+    assert again.stderr.count("cache hit") == 2, again.stderr
+    assert _snapshot(package) == before  # nothing written into site-packages
+    entries = sorted(p.name for p in user_cache.glob("*/*.ppyc"))
+    assert entries == ["helpers.cpython-%d%d.ppyc" % sys.version_info[:2],
+                       "ops.cpython-%d%d.ppyc" % sys.version_info[:2]]
+    cleaned = _run([str(python), "-m", "ppy", "clean", "--user"], "/", env, USER)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert not list(user_cache.glob("*/*"))
+
+
+@pytest.mark.parametrize("installed", ["warm"], indirect=True)
+def test_a_shipped_warm_cache_is_used_as_is(installed):
+    python, package, env, user_cache = installed
+    assert sorted(p.name for p in (package / ".ppy-cache").iterdir() if p.suffix == ".ppyc") == [
+        "helpers.cpython-%d%d.ppyc" % sys.version_info[:2], "ops.cpython-%d%d.ppyc" % sys.version_info[:2]]
+    before = _snapshot(package)
+    result = _run([str(python), "-c", PROBE], "/", dict(env, PPY_TRACE="1"), USER)
+    assert result.stdout == "7.0 jit\n", result.stderr
+    assert result.stderr.count("cache hit") == 2, result.stderr
+    assert result.stderr.count("jit: mapped machine code") == 2, result.stderr
+    assert _snapshot(package) == before
+    assert not user_cache.exists()
