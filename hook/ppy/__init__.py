@@ -92,6 +92,31 @@ def tier(function):
     return found if isinstance(found, str) else "python"
 
 
+def load_ipython_extension(ipython):
+    """`%load_ext ppy` in IPython or Jupyter: `%autoreload` then reloads .ppy
+    modules after an edit as it does .py modules (it otherwise skips any
+    module whose file is not a .py or a .pyc)."""
+    from IPython.extensions import autoreload
+
+    reloader = autoreload.ModuleReloader
+    if getattr(reloader.filename_and_mtime, "__ppy__", False):
+        return
+    original = reloader.filename_and_mtime
+
+    def filename_and_mtime(self, module):
+        filename = getattr(module, "__file__", None)
+        if isinstance(filename, str) and filename.endswith(".ppy") and getattr(module, "__name__", None) not in (
+                None, "__main__", "__mp_main__"):
+            try:
+                return filename, _os.stat(filename).st_mtime
+            except OSError:
+                return None, None
+        return original(self, module)
+
+    filename_and_mtime.__ppy__ = True
+    reloader.filename_and_mtime = filename_and_mtime
+
+
 def _install():
     from ppy import _hook
 
