@@ -1619,7 +1619,11 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
   // Parameters, then locals.
   for (const LocalVariable& local : fn_.locals) {
     Type type = local.type;
-    local_registers_.push_back(NewRegister({type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone}));
+    // An annotated int (a parameter or local) keeps 64 bits strictly; any
+    // other int register may deoptimize on overflow (RegisterType::annotated).
+    const bool annotated = type.kind_of_register() == Kind::kInt && (local.annotated || local.is_param);
+    local_registers_.push_back(
+        NewRegister({type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone, annotated}));
     is_local_.push_back(true);
   }
   bound_flags_.assign(fn_.locals.size(), -1);

@@ -84,7 +84,13 @@ inline Kind KindOf(ValueType type) {
 struct RegisterType {
   Kind kind = Kind::kInt;
   ElemType elem = ElemType::kNone;  // for buffers only
-  bool operator==(const RegisterType&) const = default;
+  // An int register of an annotated local or parameter: a value beyond 64
+  // bits raises OverflowError there. Any other int register (an unannotated
+  // local, a temporary) holds a speculation: Python's int would just grow, so
+  // an overflow deoptimizes the call if it can (see vm/interpreter.cpp).
+  // Not part of the register's kind: equality ignores it.
+  bool annotated = false;
+  bool operator==(const RegisterType& other) const { return kind == other.kind && elem == other.elem; }
 };
 
 struct Param {
@@ -128,6 +134,15 @@ struct FunctionCode {
   std::vector<uint8_t> object_params;       // object parameters, owned by the frame
   std::vector<uint8_t> owned_objects;       // other object registers released at exit
   int num_buffer_params = 0;
+  // The pcs some path reaches from a store into a buffer. Machine code does
+  // not count its stores (g_effects, see vm/runtime.h): when it leaves at such
+  // a pc, the interpreter counts them as done. (Object-mode instructions
+  // always run on the interpreter, which counts their effects, and a typed
+  // callee counts its own.)
+  std::vector<bool> after_store;
+  // Whether any instruction may have an effect (a store, object-mode code, a
+  // call): a function with none has none as Python code either.
+  bool may_have_effects = false;
   std::vector<int32_t> loop_headers;  // targets of back edges, sorted: where machine code can be entered
 
   // Counters the runtime keeps (tiering, `ppy run --trace`).

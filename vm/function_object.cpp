@@ -94,14 +94,21 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
       return CallPython(self, args, nargsf, kwnames);
     }
   }
-  BorrowedBuffers buffers(fn.num_buffer_params);
-  for (int i = 0; i < num_params; ++i) {
-    const Param& param = fn.params[i];
-    if (param.type == ValueType::kBuffer && !buffers.Acquire(bound[i], fn, param, &values[i])) return nullptr;
-  }
   Value result;
-  if (!CallTyped(fn, values, &result)) return nullptr;
-  return BoxValue(fn.result, result);
+  {
+    BorrowedBuffers buffers(fn.num_buffer_params);
+    for (int i = 0; i < num_params; ++i) {
+      const Param& param = fn.params[i];
+      if (param.type == ValueType::kBuffer && !buffers.Acquire(bound[i], fn, param, &values[i])) return nullptr;
+    }
+    if (CallTyped(fn, values, &result)) return BoxValue(fn.result, result);
+  }
+  // The call deoptimized (an int outgrew 64 bits before anything was
+  // stored or called: see RaiseDeoptimize): its buffers are released, and
+  // the function's Python code runs from the start, as CPython would have.
+  if (!DeoptimizePending()) return nullptr;
+  PyErr_Clear();
+  return CallPython(self, args, nargsf, kwnames);
 }
 
 // ---- Function type ----------------------------------------------------------------------------

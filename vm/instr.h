@@ -68,6 +68,7 @@ enum OpFlags : uint32_t {
   kFlagCall = 1u << 3,
   kFlagLoop = 1u << 4,
   kFlagObj = 1u << 5,
+  kFlagStore = 1u << 6,
 };
 
 struct OpInfo {
@@ -89,7 +90,7 @@ inline constexpr Mode sO = Mode::ksO, tO = Mode::ktO, cO = Mode::kcO;
 inline constexpr Mode J = Mode::kJ, K = Mode::kK, P = Mode::kP, N = Mode::kN;
 inline constexpr Mode M = Mode::kM, Y = Mode::kY, E = Mode::kE, Q = Mode::kQ, V = Mode::kV;
 inline constexpr uint32_t RAISE = kFlagRaise, JUMP = kFlagJump, END = kFlagEnd, CALL = kFlagCall,
-                          LOOP = kFlagLoop, OBJ = kFlagObj;
+                          LOOP = kFlagLoop, OBJ = kFlagObj, STORE = kFlagStore;
 }  // namespace opinfo_detail
 
 inline constexpr std::array<OpInfo, kOpCount> kOpInfo = [] {

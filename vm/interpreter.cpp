@@ -386,6 +386,7 @@ bool CallRebound(PyObject* target, const FunctionCode& callee, const Value* args
     else boxed[i] = BoxValue(type, args[i]);
     ok = boxed[i] != nullptr;
   }
+  ++g_effects;  // Python code, which may do anything
   PyObject* returned = ok ? PyObject_Vectorcall(target, boxed.data(), count, nullptr) : nullptr;
   for (PyObject* box : boxed) Py_XDECREF(box);
   if (returned == nullptr) return false;
@@ -401,7 +402,50 @@ bool CallRebound(PyObject* target, const FunctionCode& callee, const Value* args
 
 }  // namespace
 
-bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* result) {
+namespace {
+
+// A typed call whose callee deoptimized (RaiseDeoptimize): the callee's
+// Python code runs with the arguments boxed, and its result is unboxed for
+// the caller. A result the caller's int cannot hold raises Deoptimize again,
+// for the caller's frame to decide (its error path turns it into
+// OverflowError if that frame cannot be abandoned).
+bool CallDeoptimized(const FunctionCode& callee, const Value* args, Value* result) {
+  PyObject* deopt = TakeRaisedException();
+  PyObject* current = nullptr;
+  if (callee.module->defs_bind_names && callee.name_object != nullptr) {
+    current = LookupGlobal(callee, callee.name_object);  // borrowed
+    if (current == nullptr) PyErr_Clear();
+  }
+  if (current == nullptr) {
+    RestoreRaisedException(deopt);  // no Python code to run (a module without defs)
+    DeoptimizeToOverflow();
+    return false;
+  }
+  Py_XDECREF(deopt);
+  PyObject* target = current;
+  if (Py_TYPE(current) == &FunctionType && reinterpret_cast<FunctionObject*>(current)->code == &callee) {
+    target = reinterpret_cast<FunctionObject*>(current)->head.python;
+  }
+  // The Python code goes on past the overflow; unless the function has no
+  // effects at all, what it does counts (CallRebound counts it).
+  const uint64_t effects = g_effects;
+  const bool ok = CallRebound(target, callee, args, result);
+  if (!callee.may_have_effects) g_effects = effects;
+  if (ok) return true;
+  if (KindOf(callee.result) == Kind::kInt && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+    PyErr_Clear();
+    RaiseDeoptimize(callee, 0, (callee.name + "()").c_str());
+  }
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
+// The typed call itself: the callee's code if the module's name still holds
+// it, else whatever the name holds now.
+bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value* result) {
   if (!callee.module->defs_bind_names) return CallTyped(callee, args, result);
 #if PY_VERSION_HEX < 0x030C0000
   // The namespace is unchanged since the name last held this function. (The
@@ -424,7 +468,20 @@ bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* re
   return CallRebound(current, callee, args, result);
 }
 
+}  // namespace
+
+bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* result) {
+  if (CallModuleFunctionOnce(callee, args, result)) return true;
+  return DeoptimizePending() ? CallDeoptimized(callee, args, result) : false;
+}
+
 namespace {
+
+// An object whose operations and release run no Python code: nothing, or an
+// exact int, float or bool (see NEXT_AFTER_NUMBERS).
+inline bool IsPlainNumber(PyObject* object) {
+  return object == nullptr || PyLong_CheckExact(object) || PyFloat_CheckExact(object) || PyBool_Check(object);
+}
 
 // The views a frame borrows for its Buffer-annotated locals (BORROW_U), each
 // released when the frame ends, on every path, or when its register is
@@ -505,6 +562,9 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
   for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
 
   LocalBorrows borrows;
+  // No effect visible outside this call has happened since it started while
+  // g_effects is unchanged (see RaiseDeoptimize).
+  const uint64_t effects_at_entry = g_effects;
 
   const Instr* const code = fn.code.data();
   const Instr* ip = code;
@@ -532,8 +592,26 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
 // moved (see RefreshTorchViews).
 #define NEXT_AFTER_PYTHON                     \
   do {                                        \
+    ++g_effects;                              \
     if (!RefreshTorchViews()) goto error;     \
     NEXT;                                     \
+  } while (0)
+  // After an object instruction whose operands (and the value it replaced)
+  // were all plain numbers: no Python code ran, so the frame stays pure and
+  // no torch view can have moved.
+#define NEXT_AFTER_NUMBERS(plain) \
+  do {                            \
+    if (plain) NEXT;              \
+    NEXT_AFTER_PYTHON;            \
+  } while (0)
+#define PURE (g_effects == effects_at_entry)
+  // An int result that does not fit 64 bits: deoptimize if this frame may
+  // (see RaiseDeoptimize), else OverflowError.
+#define INT_OVERFLOW(what)                                                    \
+  do {                                                                        \
+    if (PURE && !fn.registers[in.a].annotated) RaiseDeoptimize(fn, PC, what); \
+    else RaiseIntOverflow(fn, PC, what);                                      \
+    goto error;                                                               \
   } while (0)
 #define JUMP_TO(target)  \
   do {                   \
@@ -570,6 +648,14 @@ enter_jit : {
   JitCallContext context{g_tiering.helpers, &fn};
   ++fn.jit_entries;
   int64_t outcome = fn.jit_entry(regs, result, &context, jit_pc);
+  if (outcome != kJitReturned) {
+    // Machine code does not count its stores: leaving where one may have run
+    // counts them (FunctionCode::after_store).
+    const int64_t left_at = outcome < kJitReturned ? kJitErrorPc(outcome) : outcome;
+    if (left_at >= 0 && left_at < static_cast<int64_t>(fn.after_store.size()) && fn.after_store[left_at]) {
+      ++g_effects;
+    }
+  }
   if (outcome == kJitReturned) {
     ok = true;
     goto done;
@@ -586,13 +672,24 @@ enter_jit : {
   // ---- Moves -----------------------------------------------------------------------
   CASE(MOVE_I) R(in.a).i = R(in.b).i; NEXT;
   CASE(MOVE_F) R(in.a).f = R(in.b).f; NEXT;
-  CASE(MOVE_O) SetObject(R(in.a), Py_XNewRef(R(in.b).o)); NEXT_AFTER_PYTHON;
+  CASE(MOVE_O) {
+    const bool plain = IsPlainNumber(R(in.a).o);
+    SetObject(R(in.a), Py_XNewRef(R(in.b).o));
+    NEXT_AFTER_NUMBERS(plain);
+  }
   CASE(MOVE_U) R(in.a).u = R(in.b).u; NEXT;
 
   // ---- Conversions -------------------------------------------------------------------
   CASE(I2F) R(in.a).f = static_cast<double>(R(in.b).i); NEXT;
   CASE(F2I) {
-    if (!FloatToInt(fn, PC, R(in.b).f, &R(in.a).i)) goto error;
+    if (!FloatToInt(fn, PC, R(in.b).f, &R(in.a).i)) {
+      // int() of a finite float beyond 64 bits is a Python int.
+      if (std::isfinite(R(in.b).f) && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        INT_OVERFLOW("int()");
+      }
+      goto error;
+    }
   }
   NEXT;
   CASE(TRUTH_I) R(in.a).i = R(in.b).i != 0; NEXT;
@@ -605,18 +702,24 @@ enter_jit : {
   NEXT_AFTER_PYTHON;
   CASE(NOT) R(in.a).i = R(in.b).i == 0; NEXT;
   CASE(BOX_I) {
+    const bool plain = IsPlainNumber(R(in.a).o);
     PyObject* boxed = PyLong_FromLongLong(R(in.b).i);
     if (boxed == nullptr) goto error;
     SetObject(R(in.a), boxed);
+    NEXT_AFTER_NUMBERS(plain);
   }
-  NEXT_AFTER_PYTHON;
-  CASE(BOX_B) SetObject(R(in.a), Py_NewRef(R(in.b).i ? Py_True : Py_False)); NEXT_AFTER_PYTHON;
+  CASE(BOX_B) {
+    const bool plain = IsPlainNumber(R(in.a).o);
+    SetObject(R(in.a), Py_NewRef(R(in.b).i ? Py_True : Py_False));
+    NEXT_AFTER_NUMBERS(plain);
+  }
   CASE(BOX_F) {
+    const bool plain = IsPlainNumber(R(in.a).o);
     PyObject* boxed = PyFloat_FromDouble(R(in.b).f);
     if (boxed == nullptr) goto error;
     SetObject(R(in.a), boxed);
+    NEXT_AFTER_NUMBERS(plain);
   }
-  NEXT_AFTER_PYTHON;
   CASE(BOX_U) SetObject(R(in.a), Py_NewRef(R(in.b).u->owner)); NEXT_AFTER_PYTHON;
   CASE(BORROW_U) {
     if (!borrows.Borrow(fn, regs, in.a, R(in.b).o, fn.objects[in.d], in.c != 0)) goto error;
@@ -624,12 +727,12 @@ enter_jit : {
   NEXT_AFTER_PYTHON;
   CASE(UNBOX_I) {
     if (!UnboxInt(R(in.b).o, &R(in.a).i)) goto error;
+    NEXT_AFTER_NUMBERS(IsPlainNumber(R(in.b).o));
   }
-  NEXT_AFTER_PYTHON;
   CASE(UNBOX_F) {
     if (!UnboxFloat(R(in.b).o, &R(in.a).f)) goto error;
+    NEXT_AFTER_NUMBERS(IsPlainNumber(R(in.b).o));
   }
-  NEXT_AFTER_PYTHON;
   CASE(UNBOX_INDEX) {
     if (PyBool_Check(R(in.b).o)) {
       if (!ReadsBoolAsInt(*R(in.c).u)) {
@@ -650,22 +753,19 @@ enter_jit : {
   // ---- Integer arithmetic --------------------------------------------------------------
   CASE(ADD_I) {
     if (__builtin_add_overflow(R(in.b).i, R(in.c).i, &R(in.a).i)) {
-      RaiseIntOverflow(fn, PC, "+");
-      goto error;
+      INT_OVERFLOW("+");
     }
   }
   NEXT;
   CASE(SUB_I) {
     if (__builtin_sub_overflow(R(in.b).i, R(in.c).i, &R(in.a).i)) {
-      RaiseIntOverflow(fn, PC, "-");
-      goto error;
+      INT_OVERFLOW("-");
     }
   }
   NEXT;
   CASE(MUL_I) {
     if (__builtin_mul_overflow(R(in.b).i, R(in.c).i, &R(in.a).i)) {
-      RaiseIntOverflow(fn, PC, "*");
-      goto error;
+      INT_OVERFLOW("*");
     }
   }
   NEXT;
@@ -676,8 +776,7 @@ enter_jit : {
       goto error;
     }
     if (x == INT64_MIN && y == -1) {
-      RaiseIntOverflow(fn, PC, "//");
-      goto error;
+      INT_OVERFLOW("//");
     }
     FloorDivInt(x, y, &R(in.a).i);
   }
@@ -698,8 +797,7 @@ enter_jit : {
       goto error;
     }
     if (!PowInt(x, y, &R(in.a).i)) {
-      RaiseIntOverflow(fn, PC, "**");
-      goto error;
+      INT_OVERFLOW("**");
     }
   }
   NEXT;
@@ -722,8 +820,7 @@ enter_jit : {
       goto error;
     }
     if (!ShiftLeftInt(R(in.b).i, y, &R(in.a).i)) {
-      RaiseIntOverflow(fn, PC, "<<");
-      goto error;
+      INT_OVERFLOW("<<");
     }
   }
   NEXT;
@@ -748,8 +845,7 @@ enter_jit : {
   NEXT;
   CASE(NEG_I) {
     if (R(in.b).i == INT64_MIN) {
-      RaiseIntOverflow(fn, PC, "unary -");
-      goto error;
+      INT_OVERFLOW("unary -");
     }
     R(in.a).i = -R(in.b).i;
   }
@@ -758,8 +854,7 @@ enter_jit : {
   CASE(ABS_I) {
     int64_t x = R(in.b).i;
     if (x == INT64_MIN) {
-      RaiseIntOverflow(fn, PC, "abs()");
-      goto error;
+      INT_OVERFLOW("abs()");
     }
     R(in.a).i = x < 0 ? -x : x;
   }
@@ -948,6 +1043,7 @@ enter_jit : {
   }
   NEXT;
   CASE(STORE_F64) {
+    ++g_effects;
     const BufferView& view = *R(in.a).u;
     int64_t index = R(in.b).i;
     if (view.readonly) {
@@ -962,6 +1058,7 @@ enter_jit : {
   }
   NEXT;
   CASE(STORE_I64) {
+    ++g_effects;
     const BufferView& view = *R(in.a).u;
     int64_t index = R(in.b).i;
     if (view.readonly) {
@@ -976,6 +1073,7 @@ enter_jit : {
   }
   NEXT;
   CASE(STORE_F) {
+    ++g_effects;
     const BufferView& view = *R(in.a).u;
     int64_t index = R(in.b).i;
     if (view.readonly) {
@@ -990,6 +1088,7 @@ enter_jit : {
   }
   NEXT;
   CASE(STORE_I) {
+    ++g_effects;
     const BufferView& view = *R(in.a).u;
     int64_t index = R(in.b).i;
     if (view.readonly) {
@@ -1034,6 +1133,7 @@ enter_jit : {
   }
   NEXT;
   CASE(STOREX_F64) {
+    ++g_effects;
     const BufferView& view = *R(in.a).u;
     int64_t index;
     if (__builtin_add_overflow(R(in.b).i, R(in.c).i, &index)) {
@@ -1053,6 +1153,7 @@ enter_jit : {
   }
   NEXT;
   CASE(STOREX_I64) {
+    ++g_effects;
     const BufferView& view = *R(in.a).u;
     int64_t index;
     if (__builtin_add_overflow(R(in.b).i, R(in.c).i, &index)) {
@@ -1073,6 +1174,7 @@ enter_jit : {
   NEXT;
 
   CASE(ADDTO_F64) {
+    ++g_effects;
     const BufferView& view = *R(in.a).u;
     int64_t index = R(in.b).i;
     if (!NormalizeIndex(view, &index)) {
@@ -1087,6 +1189,7 @@ enter_jit : {
   }
   NEXT;
   CASE(ADDTO_I64) {
+    ++g_effects;
     const BufferView& view = *R(in.a).u;
     int64_t index = R(in.b).i;
     if (!NormalizeIndex(view, &index)) {
@@ -1126,7 +1229,14 @@ enter_jit : {
   }
   NEXT;
   CASE(MATH_FI) {
-    if (!MathToInt(fn, PC, in.d, R(in.b).f, &R(in.a).i)) goto error;
+    if (!MathToInt(fn, PC, in.d, R(in.b).f, &R(in.a).i)) {
+      // floor/ceil/trunc of a finite float beyond 64 bits is a Python int.
+      if (std::isfinite(R(in.b).f) && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        INT_OVERFLOW("int()");
+      }
+      goto error;
+    }
   }
   NEXT;
   CASE(MATH_FB) R(in.a).i = MathToBool(in.d, R(in.b).f); NEXT;
@@ -1135,7 +1245,11 @@ enter_jit : {
   CASE(CALL_FN) {
     const FunctionCode& callee = *fn.module->functions[in.d];
     Value returned;
-    if (!CallModuleFunction(callee, &R(in.b), &returned)) goto error;
+    if (!CallModuleFunction(callee, &R(in.b), &returned)) {
+      // A result Python's code made too large for an annotated int.
+      if (fn.registers[in.a].annotated && DeoptimizePending()) DeoptimizeToOverflow();
+      goto error;
+    }
     if (KindOf(callee.result) == Kind::kObject) {
       SetObject(R(in.a), returned.o);
     } else {
@@ -1269,23 +1383,26 @@ enter_jit : {
   }
   NEXT_AFTER_PYTHON;
   CASE(BINARY_O) {
+    const bool plain = IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && IsPlainNumber(R(in.a).o);
     PyObject* value = BinaryObjectOp(in.d, R(in.b).o, R(in.c).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
+    NEXT_AFTER_NUMBERS(plain);
   }
-  NEXT_AFTER_PYTHON;
   CASE(UNARY_O) {
+    const bool plain = IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.a).o);
     PyObject* value = UnaryObject(in.d, R(in.b).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
+    NEXT_AFTER_NUMBERS(plain);
   }
-  NEXT_AFTER_PYTHON;
   CASE(COMPARE_O) {
+    const bool plain = IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && IsPlainNumber(R(in.a).o);
     PyObject* value = PyObject_RichCompare(R(in.b).o, R(in.c).o, in.d);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
+    NEXT_AFTER_NUMBERS(plain);
   }
-  NEXT_AFTER_PYTHON;
   CASE(IS_O) R(in.a).i = R(in.b).o == R(in.c).o; NEXT;
   CASE(CONTAINS_O) {
     int found = PySequence_Contains(R(in.c).o, R(in.b).o);
@@ -1369,6 +1486,7 @@ build_span : {
   NEXT_AFTER_PYTHON;
 
 error:
+  if (!PURE && DeoptimizePending()) DeoptimizeToOverflow();
   AddTraceback(fn, PC);
   ok = false;
 
@@ -1381,6 +1499,9 @@ done:
 #undef CASE
 #undef NEXT
 #undef NEXT_AFTER_PYTHON
+#undef INT_OVERFLOW
+#undef PURE
+#undef NEXT_AFTER_NUMBERS
 #undef JUMP_TO
 #undef BACK_EDGE_TO
 #undef PC

@@ -2,11 +2,44 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "vm/runtime.h"
 #include "vm/status.h"
 
 namespace ppy {
+
+namespace {
+
+// FunctionCode::after_store: every pc reached from a store's successors
+// along falls-through and jumps (the code is verified: targets are in range).
+std::vector<bool> ReachedFromStores(const FunctionCode& fn) {
+  const int n = static_cast<int>(fn.code.size());
+  std::vector<bool> reached(n, false);
+  std::vector<int> work;
+  auto reach = [&](int pc) {
+    if (pc >= 0 && pc < n && !reached[pc]) {
+      reached[pc] = true;
+      work.push_back(pc);
+    }
+  };
+  auto successors = [&](int pc) {
+    const Instr& in = fn.code[pc];
+    if (HasFlag(in.op, kFlagJump)) reach(in.d);
+    if (!HasFlag(in.op, kFlagEnd)) reach(pc + 1);
+  };
+  for (int pc = 0; pc < n; ++pc) {
+    if (HasFlag(fn.code[pc].op, kFlagStore)) successors(pc);
+  }
+  while (!work.empty()) {
+    int pc = work.back();
+    work.pop_back();
+    successors(pc);
+  }
+  return reached;
+}
+
+}  // namespace
 
 Status PrepareModule(ModuleCode& module, PyObject* globals) {
   PyObject* builtins = PyDict_GetItemString(globals, "__builtins__");
@@ -27,9 +60,17 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
       fn->initial_constants.push_back(bits);
     }
     fn->loop_headers.clear();
+    fn->may_have_effects = false;
     for (const Instr& in : fn->code) {
       if (HasFlag(in.op, kFlagLoop)) fn->loop_headers.push_back(in.d);
+      // Machine code runs no object-mode instruction (it leaves them to the
+      // interpreter, which counts their effects), and a typed callee counts
+      // its own: machine code's own effects are its stores.
+      if (HasFlag(in.op, kFlagStore) || HasFlag(in.op, kFlagObj) || HasFlag(in.op, kFlagCall)) {
+        fn->may_have_effects = true;
+      }
     }
+    fn->after_store = ReachedFromStores(*fn);
     std::sort(fn->loop_headers.begin(), fn->loop_headers.end());
     fn->loop_headers.erase(std::unique(fn->loop_headers.begin(), fn->loop_headers.end()), fn->loop_headers.end());
     fn->object_params.clear();

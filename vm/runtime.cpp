@@ -55,6 +55,50 @@ bool RaiseIntOverflow(const FunctionCode& fn, int pc, const char* what) {
   return false;
 }
 
+namespace {
+
+// Made by the first RaiseDeoptimize, never while another exception is
+// pending (making a class runs Python code: at the recursion limit it would
+// replace a RecursionError with its own).
+PyObject* g_deoptimize_type = nullptr;
+
+}  // namespace
+
+uint64_t g_effects = 0;
+
+bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what) {
+  // The OverflowError it stands for, kept as its argument.
+  RaiseIntOverflow(fn, pc, what);
+  PyObject* overflow = TakeRaisedException();
+  PyObject* message = overflow ? PyObject_Str(overflow) : nullptr;
+  Py_XDECREF(overflow);
+  if (message != nullptr && g_deoptimize_type == nullptr) {
+    g_deoptimize_type = PyErr_NewException("ppy._ppy.Deoptimize", PyExc_Exception, nullptr);
+  }
+  PyObject* type = g_deoptimize_type;
+  if (message == nullptr || type == nullptr) {
+    Py_XDECREF(message);
+    return false;  // something else is raised: it stands
+  }
+  PyErr_SetObject(type, message);
+  Py_DECREF(message);
+  return false;
+}
+
+bool DeoptimizePending() {
+  return g_deoptimize_type != nullptr && PyErr_ExceptionMatches(g_deoptimize_type);
+}
+
+void DeoptimizeToOverflow() {
+  PyObject* deopt = TakeRaisedException();
+  PyObject* message = deopt ? PyObject_Str(deopt) : nullptr;
+  Py_XDECREF(deopt);
+  if (message != nullptr) {
+    PyErr_SetObject(PyExc_OverflowError, message);
+    Py_DECREF(message);
+  }
+}
+
 bool RaiseZeroDivision(const char* message) {
   PyErr_SetString(PyExc_ZeroDivisionError, message);
   return false;

@@ -79,6 +79,29 @@ inline bool RefreshTorchViews() { return g_live_torch_views == 0 || RefreshTorch
 void MarkTorchTensorWritten(PyObject* tensor);
 
 [[gnu::cold]] bool RaiseIntOverflow(const FunctionCode& fn, int pc, const char* what);
+
+// ---- Deoptimization -----------------------------------------------------------------
+// An int that outgrows 64 bits in a register that is not an annotated local
+// (a temporary, an unannotated local) is where Python's int would just grow.
+// If the call has had no effect visible outside it yet (no store, no call, no
+// object-mode code: the interpreter tracks this per frame), ppy abandons the
+// call and runs the function's Python code with the same arguments, which is
+// then exactly what CPython does. Deoptimize is the exception that carries
+// this up to the call boundary (vm/function_object.cpp, CallModuleFunction); a
+// frame that cannot be abandoned turns it into the OverflowError it stands
+// for.
+
+// Counts effects visible outside a call (a store into a buffer, object-mode
+// code, Python code run from compiled code), in every frame and thread (under
+// the GIL): a frame that sees it unchanged since its start has had none, and
+// so may be abandoned.
+extern uint64_t g_effects;
+
+// Raises Deoptimize carrying RaiseIntOverflow's message.
+[[gnu::cold]] bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what);
+bool DeoptimizePending();
+// Replaces a pending Deoptimize by its OverflowError.
+[[gnu::cold]] void DeoptimizeToOverflow();
 [[gnu::cold]] bool RaiseZeroDivision(const char* message);
 [[gnu::cold]] bool RaiseValueError(const char* message);
 [[gnu::cold]] bool RaiseIndexError(const BufferView& view, int64_t index, bool store);

@@ -25,6 +25,9 @@ enum class ObjectTag : uint8_t {
   kComplex = 10,
 };
 
+// The high bit of a register's kind byte: RegisterType::annotated.
+constexpr uint8_t kAnnotatedRegister = 0x80;
+
 bool WriteObject(Writer& w, PyObject* object) {
   if (object == Py_None) {
     w.U8(static_cast<uint8_t>(ObjectTag::kNone));
@@ -203,7 +206,7 @@ std::string FunctionTable(const ModuleCode& module) {
     }
     w.Varint(fn->registers.size());
     for (const RegisterType& reg : fn->registers) {
-      w.U8(static_cast<uint8_t>(reg.kind));
+      w.U8(static_cast<uint8_t>(reg.kind) | (reg.annotated ? kAnnotatedRegister : 0));
       w.U8(static_cast<uint8_t>(reg.elem));
     }
     w.Varint(fn->constants.size());
@@ -259,8 +262,12 @@ bool ReadFunctionTable(std::string_view payload, ModuleCode* module, std::vector
     for (size_t i = 0; i < num_registers && r.ok(); ++i) {
       uint8_t kind = r.U8();
       uint8_t elem = r.U8();
-      if (kind >= kKindCount || elem >= kElemTypeCount) return false;
-      fn->registers.push_back({static_cast<Kind>(kind), static_cast<ElemType>(elem)});
+      const bool annotated = (kind & kAnnotatedRegister) != 0;
+      kind &= static_cast<uint8_t>(~kAnnotatedRegister);
+      if (kind >= kKindCount || elem >= kElemTypeCount || (annotated && kind != static_cast<uint8_t>(Kind::kInt))) {
+        return false;
+      }
+      fn->registers.push_back({static_cast<Kind>(kind), static_cast<ElemType>(elem), annotated});
     }
     size_t num_constants = r.Count(kMaxRegisters);
     for (size_t i = 0; i < num_constants && r.ok(); ++i) {

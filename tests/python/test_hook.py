@@ -87,13 +87,32 @@ def test_runtime_errors_show_the_ppy_file_and_line(runner, tmp_path):
 
 
 def test_int_overflow_raises_naming_the_file_and_line(runner, tmp_path):
+    """An annotated int local is 64-bit; so is any int once the call has had an
+    effect (here a store into a buffer), since running it again as Python
+    would repeat the effect. A pure call deoptimizes instead (the result is
+    Python's): tests/programs/94_ints_that_outgrow_64_bits.ppy."""
     _write(tmp_path, "grow.ppy", """\
+        from ppy import Buffer
+
         def square(x: int) -> int:
+            y: int = x * x
+            return y
+
+        def square_after_store(xs: Buffer[float], x: int):
+            xs[0] = 1.0
+            return x * x
+
+        def square_pure(x: int):
             return x * x
         """)
-    result = runner.python("-c", "import ppy, grow; grow.square(2**40)", cwd=tmp_path)
-    assert "OverflowError: " in result.stderr
-    assert f"{tmp_path / 'grow.ppy'}:2: int result of * does not fit in 64 bits" in result.stderr
+    for call, line in (("grow.square(2**40)", 4), ("grow.square_after_store(array.array('d', [0.0]), 2**40)", 9)):
+        for jit in ("0", "eager"):
+            result = runner.python("-c", f"import array, ppy, grow; {call}", cwd=tmp_path, PPY_JIT=jit)
+            assert "OverflowError: " in result.stderr, result.stderr
+            assert f"{tmp_path / 'grow.ppy'}:{line}: int result of * does not fit in 64 bits" in result.stderr
+    result = runner.python("-c", "import ppy, grow; print(grow.square_pure(2**40), ppy.tier(grow.square_pure))",
+                           cwd=tmp_path)
+    assert result.stdout == f"{2**80} vm\n", result.stderr
 
 
 def test_a_syntax_error_is_cpythons_own(runner, tmp_path):

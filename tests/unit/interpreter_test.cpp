@@ -68,10 +68,25 @@ def float_floordiv(a: float, b: float) -> float:
 }
 
 TEST(Interpreter, IntOverflowNamesTheFileAndLine) {
-  auto compiled = Compile("def grow(a: int) -> int:\n    b = a * 2\n    return b\n");
+  // An annotated local is 64-bit: OverflowError.
+  auto compiled = Compile("def grow(a: int) -> int:\n    b: int = a * 2\n    return b\n");
   EXPECT_EQ(Call(*compiled, "grow", {IntValue(INT64_MAX)}),
             "OverflowError: test.ppy:2: int result of * does not fit in 64 bits (Python ints are unbounded, "
             "ppy's are 64-bit)");
+}
+
+TEST(Interpreter, AnUnannotatedIntThatOutgrows64BitsDeoptimizesAPureCall) {
+  // Deoptimize asks the call boundary to run the Python code instead (here,
+  // with no boundary, it reaches the caller).
+  auto compiled = Compile(R"(
+def grow(a: int):
+    b = a * 2
+    return b
+)");
+  EXPECT_EQ(Call(*compiled, "grow", {IntValue(INT64_MAX)}),
+            "Deoptimize: test.ppy:3: int result of * does not fit in 64 bits (Python ints are unbounded, "
+            "ppy's are 64-bit)");
+  EXPECT_EQ(Call(*compiled, "grow", {IntValue(5)}), "10");
 }
 
 TEST(Interpreter, RangeLoopsFollowPythonForEveryStep) {
