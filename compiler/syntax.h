@@ -136,6 +136,17 @@ enum class StmtKind : uint8_t {
 
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
+
+// How a `for` statement iterates, as the checker decided. The counted forms
+// name the builtin that the iterable calls; their operands (value's children
+// from 1 on) are each a Buffer or a call of the builtin range with a literal
+// step, and the loop counts instead of making an iterator.
+enum class IterForm : uint8_t {
+  kGeneral,    // range(...), a Buffer or any iterable object: see Lowering::For
+  kEnumerate,  // for i, v in enumerate(X) or enumerate(X, start), start an int
+  kZip,        // for a, b, ... in zip(X, Y, ...), one target per operand
+  kReversed,   // for v in reversed(X)
+};
 struct FunctionDef;
 
 struct Stmt {
@@ -154,6 +165,7 @@ struct Stmt {
 
   // ---- filled by the checker ----
   Type result_type;  // kAugAssign: the type of `target op value`
+  IterForm iter_form = IterForm::kGeneral;  // kFor
 };
 
 enum class ParamKind : uint8_t { kPositionalOnly, kPositional, kKeywordOnly };
