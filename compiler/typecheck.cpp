@@ -491,12 +491,17 @@ class ModuleChecker {
       }
     }
     // A function that declares a module function's name global may rebind it.
+    // A name that only functions declare global is a dynamic global too: once
+    // such a function has run, `range`, `enumerate` or `len` may be anything,
+    // so no function may take it for the builtin.
     for (FunctionInfo& fn : info_->functions) {
       std::set<std::string> declared;
       CollectGlobalDeclarations(fn.def->body, &declared);
       for (const std::string& name : declared) {
         auto it = info_->globals.find(name);
-        if (it != info_->globals.end() && it->second.kind == GlobalSymbol::Kind::kFunction) {
+        if (it == info_->globals.end()) {
+          info_->globals[name] = GlobalSymbol{};
+        } else if (it->second.kind == GlobalSymbol::Kind::kFunction) {
           info_->functions[it->second.function].rebound = true;
         }
       }
