@@ -1446,7 +1446,8 @@ void Lowering::FindLoopPrivateLocals() {
 
 void Lowering::For(const Stmt& stmt) {
   const Expr& iter = *stmt.value;
-  if (stmt.iter_form == IterForm::kEnumerate || stmt.iter_form == IterForm::kZip) {
+  if (stmt.iter_form == IterForm::kEnumerate || stmt.iter_form == IterForm::kEnumerateZip ||
+      stmt.iter_form == IterForm::kZip) {
     ForCounted(stmt);
     return;
   }
@@ -1601,7 +1602,8 @@ void Lowering::RangeArguments(const Expr& range, int* start, int* stop, int64_t*
   }
 }
 
-// Emits enumerate(X[, start]) and zip(X, Y, ...) as one counted loop:
+// Emits enumerate(X[, start]), zip(X, Y, ...) and enumerate(zip(X, Y, ...)
+// [, start]) as one counted loop:
 //
 //     operands, start          evaluated in order; each buffer copied
 //     n := min(len(U) ...)     over the buffer operands
@@ -1629,9 +1631,12 @@ void Lowering::RangeArguments(const Expr& range, int* start, int* stop, int64_t*
 // with no buffer it is a counter advanced only when another step follows.
 void Lowering::ForCounted(const Stmt& stmt) {
   const Expr& iter = *stmt.value;
-  const Expr& target = *stmt.targets[0];
-  bool enumerate = stmt.iter_form == IterForm::kEnumerate;
-  size_t operands_end = enumerate ? 2 : iter.children.size();
+  bool enumerate = stmt.iter_form != IterForm::kZip;
+  // The operands: zip's arguments (inside enumerate for kEnumerateZip), or
+  // enumerate's one.
+  const Expr& zip = stmt.iter_form == IterForm::kEnumerateZip ? *iter.children[1] : iter;
+  size_t operands_end = stmt.iter_form == IterForm::kEnumerate ? 2 : zip.children.size();
+  std::vector<Expr*> targets = CountedTargets(stmt);
 
   struct Operand {
     Type type;  // the buffer's type, or int for a range
@@ -1643,7 +1648,7 @@ void Lowering::ForCounted(const Stmt& stmt) {
   };
   std::vector<Operand> operands;
   for (size_t i = 1; i < operands_end; ++i) {
-    const Expr& expr = *iter.children[i];
+    const Expr& expr = *zip.children[i];
     Operand operand;
     if (expr.kind == ExprKind::kCall && expr.resolution == Resolution::kBuiltin &&
         expr.index == static_cast<int>(Builtin::kRANGE)) {
@@ -1721,18 +1726,16 @@ void Lowering::ForCounted(const Stmt& stmt) {
     // all values are made, as Python unpacks a finished tuple.
     TempScope scope(this);
     std::vector<std::pair<int, Type>> values;
-    auto value_for = [&](size_t k) {
-      const Expr& child = *target.children[k];
-      bool direct = child.kind == ExprKind::kName && child.resolution == Resolution::kLocal;
-      const Operand& operand = operands[enumerate ? 0 : k];
-      Type type = (enumerate && k == 0) || operand.is_range ? Type::Int() : operand.type.element();
-      direct = direct && fn_.locals[child.index].type == type;
-      return std::make_pair(direct ? LocalRegister(child.index) : -1, type);
-    };
-    for (size_t k = 0; k < target.children.size(); ++k) {
-      auto [dest, type] = value_for(k);
+    for (size_t k = 0; k < targets.size(); ++k) {
+      bool is_count = enumerate && k == 0;
+      const Operand* operand = is_count ? nullptr : &operands[enumerate ? k - 1 : k];
+      Type type = is_count || operand->is_range ? Type::Int() : operand->type.element();
+      const Expr& child = *targets[k];
+      bool direct = child.kind == ExprKind::kName && child.resolution == Resolution::kLocal &&
+                    fn_.locals[child.index].type == type;
+      int dest = direct ? LocalRegister(child.index) : -1;
       int reg;
-      if (enumerate && k == 0) {
+      if (is_count) {
         if (count >= 0) {
           reg = count;
           if (dest >= 0) Emit(Op::MOVE_I, dest, count);
@@ -1743,24 +1746,21 @@ void Lowering::ForCounted(const Stmt& stmt) {
           reg = Destination(dest, Kind::kInt);
           Emit(Op::MOVE_I, reg, index);
         }
+      } else if (operand->is_range) {
+        reg = operand->reg;
+        if (dest >= 0) Emit(Op::MOVE_I, dest, reg);
       } else {
-        const Operand& operand = operands[enumerate ? 0 : k];
-        if (operand.is_range) {
-          reg = operand.reg;
-          if (dest >= 0) Emit(Op::MOVE_I, dest, reg);
-        } else {
-          reg = LoadElementAt(operand.reg, operand.type, index, dest);
-        }
+        reg = LoadElementAt(operand->reg, operand->type, index, dest);
       }
       if (dest >= 0) {
-        SetBound(target.children[k]->index);
+        SetBound(child.index);
         values.push_back({-1, type});
       } else {
         values.push_back({reg, type});
       }
     }
     for (size_t k = 0; k < values.size(); ++k) {
-      if (values[k].first >= 0) StoreTarget(*target.children[k], values[k].first, values[k].second);
+      if (values[k].first >= 0) StoreTarget(*targets[k], values[k].first, values[k].second);
     }
   }
   loops_.push_back({next, done});

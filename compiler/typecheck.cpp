@@ -794,8 +794,12 @@ void FunctionChecker::InferBlock(std::vector<StmtPtr>& body) {
         std::vector<Type> elements;
         if (CountedForm(*stmt, &elements) != IterForm::kGeneral) {
           Expr& target = *stmt->targets[0];
-          if (stmt->iter_form == IterForm::kReversed) InferTarget(target, elements[0], stmt->loc);
-          for (size_t i = 0; i < target.children.size(); ++i) InferTarget(*target.children[i], elements[i], stmt->loc);
+          if (stmt->iter_form == IterForm::kReversed) {
+            InferTarget(target, elements[0], stmt->loc);
+          } else {
+            std::vector<Expr*> targets = CountedTargets(*stmt);
+            for (size_t i = 0; i < targets.size(); ++i) InferTarget(*targets[i], elements[i], stmt->loc);
+          }
         } else if (is_range) {
           InferTarget(*stmt->targets[0], Type::Int(), stmt->loc);
         } else {
@@ -1048,7 +1052,8 @@ void FunctionChecker::CheckFor(Stmt& stmt) {
       CheckAssignTarget(target, stmt.iter_form == IterForm::kReversed ? elements[0] : element, iter.loc);
       return;
     }
-    for (size_t i = 0; i < target.children.size(); ++i) CheckAssignTarget(*target.children[i], elements[i], iter.loc);
+    std::vector<Expr*> targets = CountedTargets(stmt);
+    for (size_t i = 0; i < targets.size(); ++i) CheckAssignTarget(*targets[i], elements[i], iter.loc);
   };
   if (target.kind == ExprKind::kName || target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) {
     // The target is assigned at the top of every iteration.
@@ -1126,8 +1131,8 @@ bool FunctionChecker::CountableOperand(Expr& operand, Type* element) {
 
 // Decides whether `for targets in iter` is one of the counted forms (see
 // IterForm) and records it in stmt.iter_form: iter calls the builtin
-// enumerate, zip or reversed with no keyword but enumerate's start, every
-// operand is countable, and the targets unpack exactly what each step
+// enumerate, zip or reversed (or enumerate of a call of zip) with no keyword
+// but enumerate's start, every operand is countable, and the targets unpack exactly what each step
 // yields (a tuple of plain targets, one per value), so that no step can fail
 // the way a mismatched unpacking would in Python. *elements gets the type of
 // each target's value. Anything else stays kGeneral and iterates as Python
@@ -1141,11 +1146,12 @@ IterForm FunctionChecker::CountedForm(Stmt& stmt, std::vector<Type>* elements) {
   auto plain = [](const Expr& expr) {
     return expr.kind == ExprKind::kName || expr.kind == ExprKind::kSubscript || expr.kind == ExprKind::kAttribute;
   };
-  auto unpacks = [&](size_t count) {
-    if (target.kind != ExprKind::kTuple && target.kind != ExprKind::kList) return false;
-    if (target.children.size() != count) return false;
-    return std::all_of(target.children.begin(), target.children.end(), [&](const ExprPtr& child) { return plain(*child); });
+  auto unpacks_into = [&](const Expr& tuple, size_t count) {
+    if (tuple.kind != ExprKind::kTuple && tuple.kind != ExprKind::kList) return false;
+    if (tuple.children.size() != count) return false;
+    return std::all_of(tuple.children.begin(), tuple.children.end(), [&](const ExprPtr& child) { return plain(*child); });
   };
+  auto unpacks = [&](size_t count) { return unpacks_into(target, count); };
   const Expr& callee = *iter.children[0];
   size_t count = iter.children.size() - 1;
   IterForm form = IterForm::kGeneral;
@@ -1155,9 +1161,28 @@ IterForm FunctionChecker::CountedForm(Stmt& stmt, std::vector<Type>* elements) {
     if (!(count == 2 && iter.keywords.empty()) && !(count == 1 && (iter.keywords.empty() || keyword_start))) {
       return IterForm::kGeneral;
     }
-    if (!unpacks(2)) return IterForm::kGeneral;
-    Type element;
-    if (!CountableOperand(*iter.children[1], &element)) return IterForm::kGeneral;
+    Expr& operand = *iter.children[1];
+    bool nested_zip = operand.kind == ExprKind::kCall && IsBuiltinName(*operand.children[0], "zip") &&
+                      operand.children.size() >= 3 && operand.keywords.empty();
+    std::vector<Type> operand_elements;
+    if (nested_zip) {
+      // enumerate(zip(X, Y, ...)): the targets are `i, (a, b, ...)`.
+      bool shaped = (target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) &&
+                    target.children.size() == 2 && plain(*target.children[0]) &&
+                    unpacks_into(*target.children[1], operand.children.size() - 1);
+      if (!shaped) return IterForm::kGeneral;
+      for (size_t i = 1; i < operand.children.size(); ++i) {
+        Type element;
+        if (!CountableOperand(*operand.children[i], &element)) return IterForm::kGeneral;
+        operand_elements.push_back(element);
+      }
+      operand.type = Type::Object();
+    } else {
+      if (!unpacks(2)) return IterForm::kGeneral;
+      Type element;
+      if (!CountableOperand(operand, &element)) return IterForm::kGeneral;
+      operand_elements.push_back(element);
+    }
     if (count == 2 || keyword_start) {
       // Only an int start: a bool or an object start would need Python's own
       // rules for the first value it yields.
@@ -1165,8 +1190,8 @@ IterForm FunctionChecker::CountedForm(Stmt& stmt, std::vector<Type>* elements) {
       if (!start.is_int() && (start.is_known() || !quiet_)) return IterForm::kGeneral;
     }
     elements->push_back(Type::Int());
-    elements->push_back(element);
-    form = IterForm::kEnumerate;
+    elements->insert(elements->end(), operand_elements.begin(), operand_elements.end());
+    form = nested_zip ? IterForm::kEnumerateZip : IterForm::kEnumerate;
   } else if (IsBuiltinName(callee, "zip")) {
     // zip(X, Y, ...) with no strict= keyword: its length check raises.
     if (count < 2 || !iter.keywords.empty() || !unpacks(count)) return IterForm::kGeneral;
