@@ -133,6 +133,10 @@ class Lowering {
   void ForRange(const Stmt& stmt);
   void ForBuffer(const Stmt& stmt, int buffer, Type buffer_type);
   void ForObject(const Stmt& stmt, int iterable);
+  void ForCounted(const Stmt& stmt);
+  void ForReversed(const Stmt& stmt);
+  int StableInt(const Expr& expr);
+  void RangeArguments(const Expr& range, int* start, int* stop, int64_t* step);
   void Return(const Stmt& stmt);
   void Import(const Stmt& stmt);
 
@@ -1442,6 +1446,15 @@ void Lowering::FindLoopPrivateLocals() {
 
 void Lowering::For(const Stmt& stmt) {
   const Expr& iter = *stmt.value;
+  if (stmt.iter_form == IterForm::kEnumerate || stmt.iter_form == IterForm::kEnumerateZip ||
+      stmt.iter_form == IterForm::kZip) {
+    ForCounted(stmt);
+    return;
+  }
+  if (stmt.iter_form == IterForm::kReversed) {
+    ForReversed(stmt);
+    return;
+  }
   if (iter.kind == ExprKind::kCall && iter.resolution == Resolution::kBuiltin &&
       iter.index == static_cast<int>(Builtin::kRANGE) && iter.type.is_object() && iter.type.known_class &&
       std::strcmp(iter.type.known_class, "range") == 0 && iter.children.size() >= 2 && iter.children.size() <= 4) {
@@ -1543,6 +1556,344 @@ void Lowering::ForBuffer(const Stmt& stmt, int buffer, Type buffer_type) {
   Bind(next);
   line_ = stmt.loc.line;
   EmitJump(Op::FORLOOP_INC, index, length, 0, body);
+  Bind(exit);
+  Block(stmt.orelse);
+  Bind(done);
+}
+
+// ---- Counted forms: enumerate, zip and reversed ----------------------------------------------
+//
+// The checker marks `for ... in enumerate(X)`, `zip(X, Y, ...)` and
+// `reversed(X)` whose operands are Buffers or range(...) calls with a literal
+// step (see CountedForm). These loops make no iterator: a buffer operand is
+// read at a counted index, a range operand keeps its current element in a
+// register. Every operand and argument is evaluated once, left to right,
+// before the loop, as the call's arguments would be. A buffer's length is read
+// once, at entry, as `for x in buf` does (ForBuffer): the view is borrowed for
+// the whole call, and an exporter cannot resize while a view is out (array
+// raises BufferError, numpy refuses to resize a referenced array), so nothing
+// a loop body can do makes the length differ from what a Python iterator
+// would see on each step.
+
+// A copy of an int value that the loop body cannot change: constants and
+// temporaries as they are, anything else (a local, which the body may assign)
+// moved into a new temporary.
+int Lowering::StableInt(const Expr& expr) {
+  int reg = Coerce(Value(expr), expr.type, Type::Int());
+  if (reg >= kConstantBase || IsTemp(reg)) return reg;
+  int copy = Temp(Kind::kInt);
+  Emit(Op::MOVE_I, copy, reg);
+  return copy;
+}
+
+// Evaluates the arguments of a range(...) operand, in order: *start (0 when
+// absent) and *stop, and gives its literal step (the checker required one
+// that is nonzero). They are read only before the loop, and evaluating an
+// expression assigns no local, so the registers may be the locals' own.
+void Lowering::RangeArguments(const Expr& range, int* start, int* stop, int64_t* step) {
+  size_t count = range.children.size() - 1;
+  auto value = [&](const Expr& expr) { return Coerce(Value(expr), expr.type, Type::Int()); };
+  *start = count >= 2 ? value(*range.children[1]) : ConstInt(0);
+  *stop = value(*range.children[count >= 2 ? 2 : 1]);
+  *step = 1;
+  if (count == 3) {
+    const Expr& literal = *range.children[3];
+    *step = literal.kind == ExprKind::kInt ? literal.int_value : -literal.children[0]->int_value;
+  }
+}
+
+// Emits enumerate(X[, start]), zip(X, Y, ...) and enumerate(zip(X, Y, ...)
+// [, start]) as one counted loop:
+//
+//     operands, start          evaluated in order; each buffer copied
+//     n := min(len(U) ...)     over the buffer operands
+//     e := range start; lim := last value from which e can still step
+//     if a range is empty goto exit
+//     j := 0; if n <= j goto exit          (when there are buffer operands)
+//   body:
+//     targets := (start + j or the count), U[j] ..., e ...
+//     <body>
+//   next:
+//     for each range: if e is past lim goto exit; e += step
+//     count += 1                           (enumerate with no buffer operand)
+//     FORLOOP_INC j, n, body               (or LOOP body, with no buffer)
+//   exit:
+//     <else>
+//
+// The buffer reads are the bounds-checked loads of `for x in buf`, indexed by
+// the FORLOOP_INC counter, so the JIT hoists their checks out of the loop
+// (j < n <= len of each). A range element is only advanced once the check
+// proved that the next one exists, so no step can overflow where Python's
+// iterator would just stop: for a step s > 0 the next element e + s < stop
+// exists iff e < lim := max(stop, INT64_MIN + s) - s, and symmetrically for
+// s < 0. enumerate's value is start + j, computed in the body, so that it
+// overflows exactly when Python's value would leave 64 bits (a typed int);
+// with no buffer it is a counter advanced only when another step follows.
+void Lowering::ForCounted(const Stmt& stmt) {
+  const Expr& iter = *stmt.value;
+  bool enumerate = stmt.iter_form != IterForm::kZip;
+  // The operands: zip's arguments (inside enumerate for kEnumerateZip), or
+  // enumerate's one.
+  const Expr& zip = stmt.iter_form == IterForm::kEnumerateZip ? *iter.children[1] : iter;
+  size_t operands_end = stmt.iter_form == IterForm::kEnumerate ? 2 : zip.children.size();
+  std::vector<Expr*> targets = CountedTargets(stmt);
+
+  struct Operand {
+    Type type;  // the buffer's type, or int for a range
+    bool is_range = false;
+    int reg = -1;    // the buffer, or the range's current element
+    int stop = -1;   // a range's stop
+    int limit = -1;  // a range's last element that has a next one (see above)
+    int64_t step = 1;
+  };
+  std::vector<Operand> operands;
+  for (size_t i = 1; i < operands_end; ++i) {
+    const Expr& expr = *zip.children[i];
+    Operand operand;
+    if (expr.kind == ExprKind::kCall && expr.resolution == Resolution::kBuiltin &&
+        expr.index == static_cast<int>(Builtin::kRANGE)) {
+      operand.is_range = true;
+      operand.type = Type::Int();
+      int start;
+      RangeArguments(expr, &start, &operand.stop, &operand.step);
+      operand.reg = Temp(Kind::kInt);
+      Emit(Op::MOVE_I, operand.reg, start);
+    } else {
+      operand.type = expr.type;
+      operand.reg = Value(expr);
+      if (operand.reg < kConstantBase && !IsTemp(operand.reg)) {
+        // Iterate the view the loop started with, whatever the body rebinds.
+        int copy = Temp(Kind::kBuffer, expr.type.elem);
+        Emit(Op::MOVE_U, copy, operand.reg);
+        operand.reg = copy;
+      }
+    }
+    operands.push_back(operand);
+  }
+  int start = -1;  // enumerate's start, when given
+  if (enumerate) {
+    if (iter.children.size() == 3) start = StableInt(*iter.children[2]);
+    else if (!iter.keywords.empty()) start = StableInt(*iter.keywords[0].value);
+  }
+
+  Label* body = NewLabel();
+  Label* next = NewLabel();
+  Label* exit = NewLabel();
+  Label* done = NewLabel();
+  line_ = stmt.loc.line;
+  int length = -1;
+  for (const Operand& operand : operands) {
+    if (operand.is_range) continue;
+    if (length < 0) {
+      length = Temp(Kind::kInt);
+      Emit(Op::LEN_U, length, operand.reg);
+    } else {
+      TempScope scope(this);
+      int other = Temp(Kind::kInt);
+      Emit(Op::LEN_U, other, operand.reg);
+      Emit(Op::MIN_I, length, length, other);
+    }
+  }
+  for (Operand& operand : operands) {
+    if (!operand.is_range) continue;
+    int64_t step = operand.step;
+    operand.limit = Temp(Kind::kInt);
+    if (step > 0) {
+      Emit(Op::MAX_I, operand.limit, operand.stop, ConstInt(INT64_MIN + step));
+      Emit(Op::SUB_I, operand.limit, operand.limit, ConstInt(step));
+      EmitJump(Op::JLE_I, operand.stop, operand.reg, 0, exit);
+    } else {
+      Emit(Op::MIN_I, operand.limit, operand.stop, ConstInt(INT64_MAX + step));
+      Emit(Op::SUB_I, operand.limit, operand.limit, ConstInt(step));
+      EmitJump(Op::JLE_I, operand.reg, operand.stop, 0, exit);
+    }
+  }
+  int index = -1;  // j, with buffer operands
+  int count = -1;  // enumerate's value, with none
+  if (length >= 0) {
+    index = Temp(Kind::kInt);
+    Emit(Op::MOVE_I, index, ConstInt(0));
+    EmitJump(Op::JLE_I, length, index, 0, exit);
+  } else if (enumerate) {
+    count = Temp(Kind::kInt);
+    Emit(Op::MOVE_I, count, start >= 0 ? start : ConstInt(0));
+  }
+
+  Bind(body);
+  {
+    // The step's values, in target order. A local target of exactly the
+    // value's type gets it in its own register; the others are stored after
+    // all values are made, as Python unpacks a finished tuple.
+    TempScope scope(this);
+    std::vector<std::pair<int, Type>> values;
+    for (size_t k = 0; k < targets.size(); ++k) {
+      bool is_count = enumerate && k == 0;
+      const Operand* operand = is_count ? nullptr : &operands[enumerate ? k - 1 : k];
+      Type type = is_count || operand->is_range ? Type::Int() : operand->type.element();
+      const Expr& child = *targets[k];
+      bool direct = child.kind == ExprKind::kName && child.resolution == Resolution::kLocal &&
+                    fn_.locals[child.index].type == type;
+      int dest = direct ? LocalRegister(child.index) : -1;
+      int reg;
+      if (is_count) {
+        if (count >= 0) {
+          reg = count;
+          if (dest >= 0) Emit(Op::MOVE_I, dest, count);
+        } else if (start >= 0) {
+          reg = Destination(dest, Kind::kInt);
+          Emit(Op::ADD_I, reg, start, index);
+        } else {
+          reg = Destination(dest, Kind::kInt);
+          Emit(Op::MOVE_I, reg, index);
+        }
+      } else if (operand->is_range) {
+        reg = operand->reg;
+        if (dest >= 0) Emit(Op::MOVE_I, dest, reg);
+      } else {
+        reg = LoadElementAt(operand->reg, operand->type, index, dest);
+      }
+      if (dest >= 0) {
+        SetBound(child.index);
+        values.push_back({-1, type});
+      } else {
+        values.push_back({reg, type});
+      }
+    }
+    for (size_t k = 0; k < values.size(); ++k) {
+      if (values[k].first >= 0) StoreTarget(*targets[k], values[k].first, values[k].second);
+    }
+  }
+  loops_.push_back({next, done});
+  Block(stmt.body);
+  loops_.pop_back();
+  Bind(next);
+  line_ = stmt.loc.line;
+  for (const Operand& operand : operands) {
+    if (!operand.is_range) continue;
+    if (operand.step > 0) EmitJump(Op::JLE_I, operand.limit, operand.reg, 0, exit);
+    else EmitJump(Op::JLE_I, operand.reg, operand.limit, 0, exit);
+    Emit(Op::ADD_I, operand.reg, operand.reg, ConstInt(operand.step));
+  }
+  if (count >= 0) Emit(Op::ADD_I, count, count, ConstInt(1));
+  if (index >= 0) EmitJump(Op::FORLOOP_INC, index, length, 0, body);
+  else EmitJump(Op::LOOP, 0, 0, 0, body);
+  Bind(exit);
+  Block(stmt.orelse);
+  Bind(done);
+}
+
+// Emits reversed(X). For a buffer the index counts down from len - 1 to 0
+// with FORLOOP (step -1); the loads are bounds-checked in the loop, since the
+// JIT hoists checks only for counters that count up. For range(a, b, s) the
+// element starts at the range's last value and steps by -s until it passes a:
+//
+//     e := last value: b - 1 - ((b - 1 - a) mod s), for s > 0, computed as
+//          ((b - 1) mod s - a mod s) mod s so that no difference overflows;
+//          for s < 0, b + 1 + ((a - (b + 1)) mod -s) likewise
+//     lim := the smallest (s > 0) or largest (s < 0) value that has a next
+//     if the range is empty goto exit
+//   body: target := e; <body>
+//   next: if e is past lim goto exit; e -= s; LOOP body
+//   exit: <else>
+//
+// Python's reversed(range) yields the same values without overflow, and so
+// does this: e - s is only computed when it is an element.
+void Lowering::ForReversed(const Stmt& stmt) {
+  const Expr& iter = *stmt.value;
+  const Expr& target = *stmt.targets[0];
+  const Expr& operand = *iter.children[1];
+  Label* body = NewLabel();
+  Label* next = NewLabel();
+  Label* exit = NewLabel();
+  Label* done = NewLabel();
+  bool is_range = operand.kind == ExprKind::kCall && operand.resolution == Resolution::kBuiltin &&
+                  operand.index == static_cast<int>(Builtin::kRANGE);
+  Type element = is_range ? Type::Int() : operand.type.element();
+  int element_reg = Temp(Kind::kInt);  // a range's element, or a buffer's index
+  int buffer = -1, limit = -1;
+  int64_t step = 1;
+  if (is_range) {
+    int start, stop;
+    RangeArguments(operand, &start, &stop, &step);
+    line_ = stmt.loc.line;
+    int last = element_reg;
+    limit = Temp(Kind::kInt);
+    if (step > 0) {
+      EmitJump(Op::JLE_I, stop, start, 0, exit);
+      Emit(Op::SUB_I, last, stop, ConstInt(1));
+      if (step != 1) {
+        TempScope scope(this);
+        int offset = Temp(Kind::kInt), other = Temp(Kind::kInt);
+        Emit(Op::MOD_I, offset, last, ConstInt(step));
+        Emit(Op::MOD_I, other, start, ConstInt(step));
+        Emit(Op::SUB_I, offset, offset, other);
+        Emit(Op::MOD_I, offset, offset, ConstInt(step));
+        Emit(Op::SUB_I, last, last, offset);
+      }
+      Emit(Op::MIN_I, limit, start, ConstInt(INT64_MAX - step));
+      Emit(Op::ADD_I, limit, limit, ConstInt(step));
+    } else {
+      int64_t magnitude = -step;
+      EmitJump(Op::JLE_I, start, stop, 0, exit);
+      Emit(Op::ADD_I, last, stop, ConstInt(1));
+      if (magnitude != 1) {
+        TempScope scope(this);
+        int offset = Temp(Kind::kInt), other = Temp(Kind::kInt);
+        Emit(Op::MOD_I, offset, start, ConstInt(magnitude));
+        Emit(Op::MOD_I, other, last, ConstInt(magnitude));
+        Emit(Op::SUB_I, offset, offset, other);
+        Emit(Op::MOD_I, offset, offset, ConstInt(magnitude));
+        Emit(Op::ADD_I, last, last, offset);
+      }
+      Emit(Op::MAX_I, limit, start, ConstInt(INT64_MIN + magnitude));
+      Emit(Op::SUB_I, limit, limit, ConstInt(magnitude));
+    }
+  } else {
+    buffer = Value(operand);
+    if (buffer < kConstantBase && !IsTemp(buffer)) {
+      int copy = Temp(Kind::kBuffer, operand.type.elem);
+      Emit(Op::MOVE_U, copy, buffer);
+      buffer = copy;
+    }
+    line_ = stmt.loc.line;
+    Emit(Op::LEN_U, element_reg, buffer);
+    Emit(Op::SUB_I, element_reg, element_reg, ConstInt(1));
+    EmitJump(Op::JLT_I, element_reg, ConstInt(0), 0, exit);
+  }
+
+  Bind(body);
+  {
+    TempScope scope(this);
+    bool direct = target.kind == ExprKind::kName && target.resolution == Resolution::kLocal &&
+                  fn_.locals[target.index].type == element;
+    int dest = direct ? LocalRegister(target.index) : -1;
+    int value;
+    if (is_range) {
+      value = element_reg;
+      if (direct) Emit(Op::MOVE_I, dest, value);
+    } else {
+      value = LoadElementAt(buffer, operand.type, element_reg, dest);
+    }
+    if (direct) SetBound(target.index);
+    else StoreTarget(target, value, element);
+  }
+  loops_.push_back({next, done});
+  Block(stmt.body);
+  loops_.pop_back();
+  Bind(next);
+  line_ = stmt.loc.line;
+  if (is_range) {
+    if (step > 0) {
+      EmitJump(Op::JLT_I, element_reg, limit, 0, exit);
+      Emit(Op::SUB_I, element_reg, element_reg, ConstInt(step));
+    } else {
+      EmitJump(Op::JLT_I, limit, element_reg, 0, exit);
+      Emit(Op::ADD_I, element_reg, element_reg, ConstInt(-step));
+    }
+    EmitJump(Op::LOOP, 0, 0, 0, body);
+  } else {
+    EmitJump(Op::FORLOOP, element_reg, ConstInt(-1), ConstInt(-1), body);
+  }
   Bind(exit);
   Block(stmt.orelse);
   Bind(done);

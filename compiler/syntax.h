@@ -136,6 +136,18 @@ enum class StmtKind : uint8_t {
 
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
+
+// How a `for` statement iterates, as the checker decided. The counted forms
+// name the builtin that the iterable calls; their operands (value's children
+// from 1 on) are each a Buffer or a call of the builtin range with a literal
+// step, and the loop counts instead of making an iterator.
+enum class IterForm : uint8_t {
+  kGeneral,    // range(...), a Buffer or any iterable object: see Lowering::For
+  kEnumerate,     // for i, v in enumerate(X) or enumerate(X, start), start an int
+  kEnumerateZip,  // for i, (a, b, ...) in enumerate(zip(X, Y, ...)[, start])
+  kZip,           // for a, b, ... in zip(X, Y, ...), one target per operand
+  kReversed,      // for v in reversed(X)
+};
 struct FunctionDef;
 
 struct Stmt {
@@ -154,7 +166,23 @@ struct Stmt {
 
   // ---- filled by the checker ----
   Type result_type;  // kAugAssign: the type of `target op value`
+  IterForm iter_form = IterForm::kGeneral;  // kFor
 };
+
+// The targets of a counted `for` (enumerate or zip forms), one for each value
+// a step yields, in the order Python assigns them: enumerate's count first,
+// then one per operand (inside the nested tuple for kEnumerateZip).
+inline std::vector<Expr*> CountedTargets(const Stmt& stmt) {
+  std::vector<Expr*> targets;
+  for (const ExprPtr& child : stmt.targets[0]->children) {
+    if (stmt.iter_form == IterForm::kEnumerateZip && !targets.empty()) {
+      for (const ExprPtr& inner : child->children) targets.push_back(inner.get());
+    } else {
+      targets.push_back(child.get());
+    }
+  }
+  return targets;
+}
 
 enum class ParamKind : uint8_t { kPositionalOnly, kPositional, kKeywordOnly };
 

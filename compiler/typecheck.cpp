@@ -204,6 +204,9 @@ class FunctionChecker {
   void CheckAssignTarget(Expr& target, Type value, const Loc& value_loc);
   void CheckAugAssign(Stmt& stmt);
   void CheckFor(Stmt& stmt);
+  IterForm CountedForm(Stmt& stmt, std::vector<Type>* elements);
+  bool CountableOperand(Expr& operand, Type* element);
+  bool IsBuiltinName(const Expr& expr, const char* name) const;
   void CheckLoopBody(Stmt& stmt, bool infinite);
   void AssignLocal(int slot);
 
@@ -488,12 +491,17 @@ class ModuleChecker {
       }
     }
     // A function that declares a module function's name global may rebind it.
+    // A name that only functions declare global is a dynamic global too: once
+    // such a function has run, `range`, `enumerate` or `len` may be anything,
+    // so no function may take it for the builtin.
     for (FunctionInfo& fn : info_->functions) {
       std::set<std::string> declared;
       CollectGlobalDeclarations(fn.def->body, &declared);
       for (const std::string& name : declared) {
         auto it = info_->globals.find(name);
-        if (it != info_->globals.end() && it->second.kind == GlobalSymbol::Kind::kFunction) {
+        if (it == info_->globals.end()) {
+          info_->globals[name] = GlobalSymbol{};
+        } else if (it->second.kind == GlobalSymbol::Kind::kFunction) {
           info_->functions[it->second.function].rebound = true;
         }
       }
@@ -783,7 +791,16 @@ void FunctionChecker::InferBlock(std::vector<StmtPtr>& body) {
         Expr& iter = *stmt->value;
         bool is_range = iter.kind == ExprKind::kCall && iter.children[0]->kind == ExprKind::kName &&
                         iter.children[0]->text == "range" && !IsLocal("range") && Global("range") == nullptr;
-        if (is_range) {
+        std::vector<Type> elements;
+        if (CountedForm(*stmt, &elements) != IterForm::kGeneral) {
+          Expr& target = *stmt->targets[0];
+          if (stmt->iter_form == IterForm::kReversed) {
+            InferTarget(target, elements[0], stmt->loc);
+          } else {
+            std::vector<Expr*> targets = CountedTargets(*stmt);
+            for (size_t i = 0; i < targets.size(); ++i) InferTarget(*targets[i], elements[i], stmt->loc);
+          }
+        } else if (is_range) {
           InferTarget(*stmt->targets[0], Type::Int(), stmt->loc);
         } else {
           Type type = Check(iter);
@@ -999,7 +1016,10 @@ void FunctionChecker::CheckFor(Stmt& stmt) {
   bool is_range = iter.kind == ExprKind::kCall && iter.children[0]->kind == ExprKind::kName &&
                   iter.children[0]->text == "range" && !IsLocal("range") && Global("range") == nullptr;
   Type element;
-  if (is_range) {
+  std::vector<Type> elements;  // for a counted form: what each target gets
+  if (CountedForm(stmt, &elements) != IterForm::kGeneral) {
+    // Checked by CountedForm.
+  } else if (is_range) {
     size_t count = iter.children.size() - 1;
     if (count < 1 || count > 3 || !iter.keywords.empty()) {
       Error(iter.loc, "range() takes 1 to 3 positional arguments");
@@ -1025,10 +1045,20 @@ void FunctionChecker::CheckFor(Stmt& stmt) {
       element = Type::Object();
     }
   }
+  // The targets of a counted form each get their own typed value; any other
+  // target gets the element (unpacked as objects, for a tuple).
+  auto assign_targets = [&] {
+    if (stmt.iter_form == IterForm::kGeneral || stmt.iter_form == IterForm::kReversed) {
+      CheckAssignTarget(target, stmt.iter_form == IterForm::kReversed ? elements[0] : element, iter.loc);
+      return;
+    }
+    std::vector<Expr*> targets = CountedTargets(stmt);
+    for (size_t i = 0; i < targets.size(); ++i) CheckAssignTarget(*targets[i], elements[i], iter.loc);
+  };
   if (target.kind == ExprKind::kName || target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) {
     // The target is assigned at the top of every iteration.
     Flow before = flow_;
-    CheckAssignTarget(target, element, iter.loc);
+    assign_targets();
     Flow with_target = flow_;
     flow_ = with_target;
     std::vector<Flow> breaks;
@@ -1041,9 +1071,148 @@ void FunctionChecker::CheckFor(Stmt& stmt) {
     CheckBlock(stmt.orelse);
     for (const Flow& exit : breaks) flow_ = Merge(flow_, exit);
   } else {
-    CheckAssignTarget(target, element, iter.loc);
+    assign_targets();
     CheckLoopBody(stmt, false);
   }
+}
+
+// Whether `expr` names the builtin `name`: no local, no `global` declaration
+// and no module-level binding shadows it (as for `range` above), so the call
+// is Python's own.
+bool FunctionChecker::IsBuiltinName(const Expr& expr, const char* name) const {
+  return expr.kind == ExprKind::kName && expr.text == name && !IsLocal(expr.text) &&
+         !fn_.declared_global.count(expr.text) && Global(expr.text) == nullptr;
+}
+
+namespace {
+
+// The value of an int literal, possibly negated (`2`, `-1`), in *value.
+bool LiteralInt(const Expr& expr, int64_t* value) {
+  if (expr.kind == ExprKind::kInt) {
+    *value = expr.int_value;
+    return true;
+  }
+  if (expr.kind == ExprKind::kUnary && expr.un_op == UnOp::kNeg && expr.children[0]->kind == ExprKind::kInt &&
+      expr.children[0]->int_value > INT64_MIN) {
+    *value = -expr.children[0]->int_value;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// Whether an operand of enumerate, zip or reversed can be counted, and what
+// iterating it yields in *element (Unknown while a local's type is still being
+// inferred). It can be a Buffer, or a call of the builtin range with int
+// arguments whose step, if any, is a nonzero literal: the loop then knows the
+// step's sign and can advance without ever overflowing (see ForCounted).
+bool FunctionChecker::CountableOperand(Expr& operand, Type* element) {
+  if (operand.kind == ExprKind::kCall && IsBuiltinName(*operand.children[0], "range")) {
+    size_t count = operand.children.size() - 1;
+    int64_t step = 1;
+    if (count < 1 || count > 3 || !operand.keywords.empty()) return false;
+    if (count == 3 && (!LiteralInt(*operand.children[3], &step) || step == 0)) return false;
+    *element = Type::Int();
+    for (size_t i = 1; i < operand.children.size(); ++i) {
+      Type type = Check(*operand.children[i]);
+      if (!type.is_known() && quiet_) *element = Type::Unknown();
+      else if (!type.is_integral()) return false;
+    }
+    operand.resolution = Resolution::kBuiltin;
+    operand.index = static_cast<int>(Builtin::kRANGE);
+    operand.type = Type::Object("range");
+    return true;
+  }
+  Type type = Check(operand);
+  *element = type.is_buffer() ? type.element() : Type::Unknown();
+  return type.is_buffer() || (!type.is_known() && quiet_);
+}
+
+// Decides whether `for targets in iter` is one of the counted forms (see
+// IterForm) and records it in stmt.iter_form: iter calls the builtin
+// enumerate, zip or reversed (or enumerate of a call of zip) with no keyword
+// but enumerate's start, every operand is countable, and the targets unpack exactly what each step
+// yields (a tuple of plain targets, one per value), so that no step can fail
+// the way a mismatched unpacking would in Python. *elements gets the type of
+// each target's value. Anything else stays kGeneral and iterates as Python
+// objects, which is always right.
+IterForm FunctionChecker::CountedForm(Stmt& stmt, std::vector<Type>* elements) {
+  stmt.iter_form = IterForm::kGeneral;
+  elements->clear();
+  Expr& iter = *stmt.value;
+  Expr& target = *stmt.targets[0];
+  if (iter.kind != ExprKind::kCall) return IterForm::kGeneral;
+  auto plain = [](const Expr& expr) {
+    return expr.kind == ExprKind::kName || expr.kind == ExprKind::kSubscript || expr.kind == ExprKind::kAttribute;
+  };
+  auto unpacks_into = [&](const Expr& tuple, size_t count) {
+    if (tuple.kind != ExprKind::kTuple && tuple.kind != ExprKind::kList) return false;
+    if (tuple.children.size() != count) return false;
+    return std::all_of(tuple.children.begin(), tuple.children.end(), [&](const ExprPtr& child) { return plain(*child); });
+  };
+  auto unpacks = [&](size_t count) { return unpacks_into(target, count); };
+  const Expr& callee = *iter.children[0];
+  size_t count = iter.children.size() - 1;
+  IterForm form = IterForm::kGeneral;
+  if (IsBuiltinName(callee, "enumerate")) {
+    // enumerate(X), enumerate(X, start) or enumerate(X, start=start).
+    bool keyword_start = iter.keywords.size() == 1 && iter.keywords[0].name == "start";
+    if (!(count == 2 && iter.keywords.empty()) && !(count == 1 && (iter.keywords.empty() || keyword_start))) {
+      return IterForm::kGeneral;
+    }
+    Expr& operand = *iter.children[1];
+    bool nested_zip = operand.kind == ExprKind::kCall && IsBuiltinName(*operand.children[0], "zip") &&
+                      operand.children.size() >= 3 && operand.keywords.empty();
+    std::vector<Type> operand_elements;
+    if (nested_zip) {
+      // enumerate(zip(X, Y, ...)): the targets are `i, (a, b, ...)`.
+      bool shaped = (target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) &&
+                    target.children.size() == 2 && plain(*target.children[0]) &&
+                    unpacks_into(*target.children[1], operand.children.size() - 1);
+      if (!shaped) return IterForm::kGeneral;
+      for (size_t i = 1; i < operand.children.size(); ++i) {
+        Type element;
+        if (!CountableOperand(*operand.children[i], &element)) return IterForm::kGeneral;
+        operand_elements.push_back(element);
+      }
+      operand.type = Type::Object();
+    } else {
+      if (!unpacks(2)) return IterForm::kGeneral;
+      Type element;
+      if (!CountableOperand(operand, &element)) return IterForm::kGeneral;
+      operand_elements.push_back(element);
+    }
+    if (count == 2 || keyword_start) {
+      // Only an int start: a bool or an object start would need Python's own
+      // rules for the first value it yields.
+      Type start = Check(count == 2 ? *iter.children[2] : *iter.keywords[0].value);
+      if (!start.is_int() && (start.is_known() || !quiet_)) return IterForm::kGeneral;
+    }
+    elements->push_back(Type::Int());
+    elements->insert(elements->end(), operand_elements.begin(), operand_elements.end());
+    form = nested_zip ? IterForm::kEnumerateZip : IterForm::kEnumerate;
+  } else if (IsBuiltinName(callee, "zip")) {
+    // zip(X, Y, ...) with no strict= keyword: its length check raises.
+    if (count < 2 || !iter.keywords.empty() || !unpacks(count)) return IterForm::kGeneral;
+    for (size_t i = 1; i <= count; ++i) {
+      Type element;
+      if (!CountableOperand(*iter.children[i], &element)) return IterForm::kGeneral;
+      elements->push_back(element);
+    }
+    form = IterForm::kZip;
+  } else if (IsBuiltinName(callee, "reversed")) {
+    if (count != 1 || !iter.keywords.empty() || !plain(target)) return IterForm::kGeneral;
+    Type element;
+    if (!CountableOperand(*iter.children[1], &element)) return IterForm::kGeneral;
+    elements->push_back(element);
+    form = IterForm::kReversed;
+  } else {
+    return IterForm::kGeneral;
+  }
+  iter.type = Type::Object();
+  stmt.iter_form = form;
+  return form;
 }
 
 void FunctionChecker::CheckAssignTarget(Expr& target, Type value, const Loc& value_loc) {

@@ -151,3 +151,54 @@ def test_a_rank_waits_on_the_interpreter_for_code_being_built_then_switches(runn
     assert "is being built; interpreting until it appears" in err
     assert "(it appeared while running)" in err
     assert "jit: compiled" not in err
+
+
+COUNTED = """\
+from ppy import Buffer
+
+
+def enumerated(xs: Buffer[float], start: int) -> float:
+    total = 0.0
+    for i, v in enumerate(xs, start):
+        total += i * v
+    return total
+
+
+def zipped(xs: Buffer[float], ys: Buffer[int]) -> float:
+    total = 0.0
+    for a, b, k in zip(xs, ys, range(100, 0, -3)):
+        total += a * b - k
+    return total
+
+
+def backwards(xs: Buffer[float]) -> float:
+    total = 0.0
+    for v in reversed(xs):
+        total = total * 0.5 + v
+    for k in reversed(range(len(xs), -5, -2)):
+        total += k
+    return total
+"""
+
+COUNTED_CALLS = """
+import array, ppy, kernel
+xs = array.array("d", [0.5 * k for k in range(50)])
+ys = array.array("q", range(40))
+print(kernel.enumerated(xs, 3), kernel.zipped(xs, ys), kernel.backwards(xs))
+print(ppy.tier(kernel.enumerated), ppy.tier(kernel.zipped), ppy.tier(kernel.backwards))
+"""
+
+
+def test_enumerate_zip_and_reversed_loops_count_in_machine_code(runner, tmp_path):
+    (tmp_path / "kernel.ppy").write_text(COUNTED)
+    # The loops count: no iterator is made, nothing is called.
+    listing = runner.ppy("dis", tmp_path / "kernel.ppy")
+    assert listing.returncode == 0, listing.stderr
+    for op in ("GET_ITER", "FOR_ITER", "CALL", "BOX_U"):
+        assert op not in listing.stdout, listing.stdout
+    assert listing.stdout.count("FORLOOP_INC") == 2 and "FORLOOP " in listing.stdout
+    run = runner.python("-c", COUNTED_CALLS, cwd=tmp_path, PPY_JIT="eager")
+    expected = runner.python("-c", COUNTED_CALLS.replace("ppy.tier", "str"), cwd=tmp_path, PPY_IMPORT="python")
+    lines = run.stdout.splitlines()
+    assert lines[0] == expected.stdout.splitlines()[0], run.stderr
+    assert lines[1] == "jit jit jit", run.stderr
