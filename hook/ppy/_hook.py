@@ -471,7 +471,7 @@ def execute(module, source_path):
     namespace.setdefault("__builtins__", __builtins__)
     loaded.compiled.attach(namespace)
     map_machine_code(loaded)
-    _trace.functions_bound(module.__name__, loaded.metadata, loaded.compiled)
+    _trace.functions_bound(module.__name__, loaded.metadata, loaded.compiled, source_path)
     code = marshal.loads(loaded.compiled.extras[MODULE_CODE])
     # The builder may have named the file otherwise (`ppy build .`: ./k.ppy);
     # tracebacks show the path this import found, as for a .pyc.

@@ -1,9 +1,10 @@
 """`ppy run --trace`: what ppy did, on stderr.
 
-One line per module load (cache outcome and time), one line per function (the
-tier it runs on, and for a fallback the construct and line that made it), and at
-exit a summary of calls and time per compiled function. Enabled by PPY_TRACE=1,
-which `ppy run --trace` sets.
+One line per module load (cache outcome and time), one line per def in source
+order (the tier it runs on, and for a fallback the construct and line that made
+it; methods and nested functions, which run as Python, under their qualified
+names), and at exit a summary of calls and time per compiled function. Enabled
+by PPY_TRACE=1, which `ppy run --trace` sets.
 """
 
 import atexit
@@ -51,12 +52,23 @@ def module_loaded(name, path, loaded):
         _emit(f"module {name} ({where}): cache miss ({loaded.reason}), built {place} in {milliseconds:.2f} ms")
 
 
-def functions_bound(name, metadata, compiled):
+def functions_bound(name, metadata, compiled, source_path=None):
     if not enabled():
         return
+    from ppy import _defs
+
     tiers = compiled.tiers()
-    for function in metadata["functions"]:
-        if function["region"] >= 0:
+    functions = metadata["functions"]
+    if source_path is not None:
+        try:
+            with open(source_path, "rb") as handle:
+                functions = _defs.every_def(handle.read(), functions)
+        except OSError:
+            pass  # the module-level functions alone
+    for function in functions:
+        if isinstance(function, _defs.Def):
+            _emit(f"  {name}.{function.qualname}: {_defs.trace_text(function)}")
+        elif function["region"] >= 0:
             _emit(f"  {name}.{function['name']}: region ({function['region_ops']} ATen ops)")
         elif function["compiled"]:
             tier = tiers[function["index"]]

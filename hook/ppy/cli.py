@@ -61,7 +61,7 @@ def _syntax_error_text(error, source):
 
 
 def _command_check(args):
-    from ppy import _compiler, _hook
+    from ppy import _compiler, _defs, _hook
 
     failed = False
     for path in _ppy_files(args.paths):
@@ -85,14 +85,19 @@ def _command_check(args):
             sys.stdout.write(_compiler.render_diagnostic(severity, loc, message, path, source))
             failed = failed or severity == "error"
         if args.verbose:
-            for function in functions:
-                print(f"{path}:{function['line']}: {function['name']}: {_tier_text(function, path)}")
+            # Every def: the functions ppy compiled (or tried to) and, among
+            # them in source order, the methods and nested functions it leaves to Python.
+            for entry in _defs.every_def(source, functions):
+                if isinstance(entry, _defs.Def):
+                    print(f"{path}:{entry.line}: {entry.qualname}: {_defs.check_text(entry, path)}")
+                else:
+                    print(f"{path}:{entry['line']}: {entry['name']}: {_tier_text(entry, path)}")
     return 1 if failed else 0
 
 
 def _tier_text(function, path):
-    """`ppy check -v`'s word on one function: its tier, and for a fallback (or a
-    torch function that is not a region) what kept it off and where."""
+    """`ppy check -v`'s word on one module-level function: its tier, and for a
+    fallback (or a torch function that is not a region) what kept it off and where."""
     def at(loc):
         return f"{path}:{loc[0]}:{loc[1] + 1}"
 

@@ -102,6 +102,105 @@ def test_check_verbose_lists_tiers_and_fallback_reasons(runner, tmp_path):
                              f"{path}:4: slow: python (a comprehension at {path}:5:12)\n")
 
 
+# A class with methods (one static), a nested function and a function with a
+# lambda: ppy compiles module-level functions only, so `ppy check -v` and
+# `ppy run --trace` must list the methods and the nested function too, under
+# Python's __qualname__, or their count of native functions overstates it.
+EVERY_DEF = """\
+    class P:
+        def __init__(self, x: float, y: float):
+            self.x = x
+            self.y = y
+
+        def norm(self) -> float:
+            return (self.x * self.x + self.y * self.y) ** 0.5
+
+        @staticmethod
+        def origin() -> "P":
+            return P(0.0, 0.0)
+
+    def outer(n: int) -> int:
+        def inner(k: int) -> int:
+            return k * 2
+        return inner(n)
+
+    def total(n: int) -> int:
+        s = 0
+        for i in range(n):
+            s += i
+        return s
+
+    def keyed(xs: list) -> list:
+        return sorted(xs, key=lambda v: -v)
+
+    if __name__ == "__main__":
+        def main() -> None:
+            print(P(3.0, 4.0).norm(), P.origin().x, outer(3), total(4), keyed([1, 3, 2]))
+        main()
+    """
+
+
+def test_check_verbose_lists_methods_and_nested_functions(runner, tmp_path):
+    path = _write(tmp_path, "defs.ppy", EVERY_DEF)
+    result = runner.ppy("check", "-v", path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    method = "ppy compiles module-level functions only"
+    assert result.stdout.splitlines() == [
+        f"{path}:2: P.__init__: python (a method of class P at {path}:2:5; {method})",
+        f"{path}:6: P.norm: python (a method of class P at {path}:6:5; {method})",
+        f"{path}:10: P.origin: python (a static method of class P at {path}:10:5; {method})",
+        f"{path}:13: outer: python (a nested function (a closure) at {path}:14:5)",
+        f"{path}:14: outer.<locals>.inner: python (a nested function in outer at {path}:14:5; {method}; "
+        "outer runs as Python too)",
+        f"{path}:18: total: vm",
+        f"{path}:24: keyed: python (a lambda at {path}:25:27)",
+        f"{path}:28: main: python (a function inside an if statement at {path}:28:5; "
+        "ppy compiles only functions defined directly in the module body)",
+    ]
+    # The names are Python's own: those of the code of every def. (A line is
+    # the def's, as for module-level functions; CPython's code starts at a decorator.)
+    assert [line.split(": ")[1] for line in result.stdout.splitlines()] == _python_defs(path)
+
+
+# Every def's __qualname__ as CPython compiles the file, in source order.
+def _python_defs(path):
+    import types
+
+    found = []
+    pending = [compile(path.read_text(), str(path), "exec")]
+    while pending:
+        code = pending.pop()
+        for constant in code.co_consts:
+            if isinstance(constant, types.CodeType):
+                pending.append(constant)
+                if constant.co_flags & 0x2 and not constant.co_name.startswith("<"):  # CO_NEWLOCALS: a function
+                    found.append((constant.co_firstlineno, constant.co_qualname))
+    return [name for _, name in sorted(found)]
+
+
+def test_check_verbose_names_defs_in_classes_in_functions(runner, tmp_path):
+    path = _write(tmp_path, "deep.ppy", """\
+        def f() -> int:
+            class C:
+                def m(self) -> int:
+                    def g() -> int:
+                        return 1
+                    return g()
+            return C().m()
+        """)
+    result = runner.ppy("check", "-v", path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    method = "ppy compiles module-level functions only"
+    assert result.stdout.splitlines() == [
+        f"{path}:1: f: python (a class definition at {path}:2:5)",
+        f"{path}:3: f.<locals>.C.m: python (a method of class f.<locals>.C at {path}:3:9; {method}; "
+        "f runs as Python too)",
+        f"{path}:4: f.<locals>.C.m.<locals>.g: python (a nested function in f.<locals>.C.m at {path}:4:13; "
+        f"{method}; f.<locals>.C.m runs as Python too)",
+    ]
+    assert [line.split(": ")[1] for line in result.stdout.splitlines()] == _python_defs(path)
+
+
 def test_build_is_silent_and_verbose_says_why(runner, tmp_path):
     path = _write(tmp_path, "k.ppy", "def f(x: int) -> int:\n    return x\n")
     first = runner.ppy("build", tmp_path)

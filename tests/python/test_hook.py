@@ -258,6 +258,72 @@ def test_trace_reports_the_cache_the_tiers_and_a_summary(runner):
     assert "__main__.standardize" in summary and "1 calls" in summary and "jit entries" in summary
 
 
+def test_trace_lists_every_def_with_its_qualified_name(runner, tmp_path):
+    """Methods and nested functions run as Python (ppy compiles module-level
+    functions only): the trace lists them too, in source order under their
+    __qualname__, for __main__ and for an imported module alike."""
+    _write(tmp_path, "shapes.ppy", """\
+        class P:
+            def __init__(self, x: float, y: float):
+                self.x = x
+                self.y = y
+
+            def norm(self) -> float:
+                return (self.x * self.x + self.y * self.y) ** 0.5
+
+            @staticmethod
+            def origin() -> "P":
+                return P(0.0, 0.0)
+
+        def outer(n: int) -> int:
+            def inner(k: int) -> int:
+                return k * 2
+            return inner(n)
+
+        def total(n: int) -> int:
+            s = 0
+            for i in range(n):
+                s += i
+            return s
+
+        def keyed(xs: list) -> list:
+            return sorted(xs, key=lambda v: -v)
+        """)
+    main = _write(tmp_path, "main.ppy", """\
+        import ppy  # so that plain Python imports shapes.ppy too
+        from shapes import P, outer, total, keyed
+
+        class Report:
+            @classmethod
+            def show(cls) -> None:
+                print(P(3.0, 4.0).norm(), P.origin().x, outer(3), total(4), keyed([1, 3, 2]))
+
+        Report.show()
+        """)
+    plain = runner.python(main, cwd=tmp_path)
+    traced = runner.ppy("run", "--trace", main, cwd=tmp_path)
+    assert traced.returncode == 0, traced.stderr
+    assert traced.stdout == plain.stdout == "5.0 0.0 6 6 [3, 2, 1]\n", traced.stderr
+    method = "ppy compiles module-level functions only"
+    lines = [line for line in traced.stderr.splitlines() if line.startswith("ppy trace:   ")
+             and "calls" not in line]
+    assert lines == [f"ppy trace:   {line}" for line in [
+        f"__main__.Report.show: python (a class method of class Report, line 6; {method})",
+        f"shapes.P.__init__: python (a method of class P, line 2; {method})",
+        f"shapes.P.norm: python (a method of class P, line 6; {method})",
+        f"shapes.P.origin: python (a static method of class P, line 10; {method})",
+        "shapes.outer: python (a nested function (a closure), line 14)",
+        f"shapes.outer.<locals>.inner: python (a nested function in outer, line 14; {method}; "
+        "outer runs as Python too)",
+        "shapes.total: vm (machine code once hot)",
+        "shapes.keyed: python (a lambda, line 25)",
+    ]], traced.stderr
+    again = runner.ppy("run", "--trace", main, cwd=tmp_path)  # from the cache: the same listing
+    assert "cache hit" in again.stderr, again.stderr
+    assert [line for line in again.stderr.splitlines() if line.startswith("ppy trace:   ")
+            and "calls" not in line] == lines, again.stderr
+
+
 def test_tracebacks_name_the_file_as_the_import_found_it(runner, tmp_path):
     # Built from inside the folder, by a relative path: the entry records ./k.ppy.
     _write(tmp_path, "k.ppy", """\
