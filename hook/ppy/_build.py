@@ -25,15 +25,6 @@ from ppy import _compiler, _entry
 from ppy._entry import METADATA, MODULE_CODE, REGIONS
 
 
-class Build:
-    """The result of compiling one source: entry bytes and what the compiler said."""
-
-    def __init__(self, data, functions, diagnostics):
-        self.data = data
-        self.functions = functions
-        self.diagnostics = diagnostics
-
-
 def rewrite(tree, functions):
     """Gives every compiled top-level def of `tree` its binder decorator, and
     every region's def its region decorator."""
@@ -58,7 +49,7 @@ def rewrite(tree, functions):
 
 
 def build(source, filename, module_name, abi, key, source_digest, dependencies, torch=None):
-    """Compiles `source` (bytes) into a cache entry keyed by `key`.
+    """Compiles `source` (bytes) into a cache entry keyed by `key`; returns its bytes.
 
     The metadata records the source's digest and the closure's, so that a later
     miss can say what changed, and for a module that uses torch the version the
@@ -89,4 +80,4 @@ def build(source, filename, module_name, abi, key, source_digest, dependencies, 
     extras = {MODULE_CODE: marshal.dumps(module_code), METADATA: marshal.dumps(metadata)}
     if regions is not None:
         extras[REGIONS] = regions
-    return Build(_compiler.serialize(code, _entry.version(), abi, key, extras), functions, diagnostics)
+    return _compiler.serialize(code, _entry.version(), abi, key, extras)

@@ -306,8 +306,7 @@ def build(source_path, module_name, finder, source, source_digest, entry_path, r
 
         dependencies = _closure(source_path, source, finder)
         key = _key(source_digest, dependencies)
-        data = _build.build(source, source_path, module_name, _entry.ABI, key, source_digest, dependencies,
-                            torch).data
+        data = _build.build(source, source_path, module_name, _entry.ABI, key, source_digest, dependencies, torch)
         compiled = _ppy.load(data, _entry.version())
         metadata = marshal.loads(compiled.extras[_entry.METADATA])
         outcome = _entry.BUILT

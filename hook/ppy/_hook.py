@@ -263,13 +263,11 @@ def run_main(source_path, argv):
     main.__loader__ = GeneratedLoader("__main__", source_path)
     main.__spec__ = None
     main.__builtins__ = __builtins__
-    saved_main = sys.modules.get("__main__")
+    # The file's module replaces the caller's __main__ for good, as CPython's
+    # own __main__ stays in sys.modules: it is not put back when the file
+    # returns or raises, so that atexit handlers and objects that outlive the
+    # run still find their module's globals.
     sys.modules["__main__"] = main
     sys.argv[:] = [source_path] + list(argv)
     sys.path.insert(0, os.path.dirname(source_path))
-    try:
-        execute(main, source_path)
-    finally:
-        if saved_main is not None and sys.modules.get("__main__") is main:
-            # Keep the module alive for atexit handlers, as CPython does.
-            pass
+    execute(main, source_path)
