@@ -1,7 +1,7 @@
 """The import hook: a meta-path finder for .ppy modules and its two loaders.
 
 GeneratedLoader runs a module from its build (bytecode on the ppy VM, the rest
-as the module's own Python code); PPySourceLoader, chosen by PPY_IMPORT=python,
+as the module's own Python code); PpySourceLoader, chosen by PPY_IMPORT=python,
 runs the same file as plain Python. The finder follows sys.path order: a
 directory earlier on the path that holds a regular module of the same name wins,
 as it would for any import.
@@ -109,7 +109,7 @@ class GeneratedLoader:
         return False
 
 
-class PPySourceLoader(importlib.machinery.SourceFileLoader):
+class PpySourceLoader(importlib.machinery.SourceFileLoader):
     """Runs a .ppy module as plain Python (PPY_IMPORT=python)."""
 
 
@@ -121,7 +121,7 @@ class PpyFinder:
         source = find_source(fullname, path)
         if source is None:
             return None
-        loader_class = PPySourceLoader if _plain_python() else GeneratedLoader
+        loader_class = PpySourceLoader if _plain_python() else GeneratedLoader
         loader = loader_class(fullname, source)
         return importlib.machinery.ModuleSpec(fullname, loader, origin=source)
 
