@@ -203,7 +203,7 @@ void StopWaiting(const ModuleCode& module, JitState state) {
 }
 
 // Whether a stat result is owned by this user (or root) and writable by no
-// one else: the rule of ppy._hook.private, for the folder and the file.
+// one else: the rule of ppy._entry.private, for the folder and the file.
 bool Private(const struct stat& status) {
   return (status.st_uid == geteuid() || status.st_uid == 0) && (status.st_mode & 022) == 0;
 }

@@ -7,12 +7,17 @@ With `PPY_IMPORT=python` the same files run as plain Python instead.
 
 This module must stay cheap to import: it defines the names kernels annotate
 with and installs the finder; the compiler and VM load with the first .ppy module.
+
+May import: `_version` and `_hook` (which imports `_entry`, `_notes` and
+`_trace`); nothing below it imports from it, so that the package's modules
+import one way (tests/python/test_layers.py). `cli` sits above it.
 """
 
 import os as _os
-import sys as _sys
 
-__version__ = "0.1.0"
+from ppy._hook import CompileError
+from ppy._hook import install as _install
+from ppy._version import __version__
 
 __all__ = [
     "Buffer",
@@ -72,10 +77,6 @@ u16 = _element_type("u16", "Buffer element: 16-bit unsigned int.")
 u8 = _element_type("u8", "Buffer element: 8-bit unsigned int.")
 
 
-class CompileError(SyntaxError):
-    """A `.ppy` module that ppy must compile but cannot (`@ppy.native`)."""
-
-
 def native(function):
     """Marks a function that must be compiled: if ppy cannot, importing fails.
 
@@ -115,12 +116,6 @@ def load_ipython_extension(ipython):
 
     filename_and_mtime.__ppy__ = True
     reloader.filename_and_mtime = filename_and_mtime
-
-
-def _install():
-    from ppy import _hook
-
-    _hook.install()
 
 
 if _os.environ.get("PPY_NO_HOOK") != "1":

@@ -1,4 +1,4 @@
-"""`python -m ppy` is the `ppy` command."""
+"""`python -m ppy` is the `ppy` command. Imports `cli` only."""
 
 import sys
 

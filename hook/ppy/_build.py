@@ -13,22 +13,16 @@ and creates the Python function, which the binder turns into the compiled
 function (keeping the Python one for calls whose arguments do not fit the
 annotations). The module's code object is marshalled into the entry beside the
 bytecode, and a warm import runs it without parsing.
+
+May import: the extension `_compiler` and `_entry` (the entry's sections,
+version and torch key). Only the build path, `_cache`, imports this module.
 """
 
 import ast
 import marshal
 
-from ppy import _compiler, _hook
-from ppy._hook import METADATA, MODULE_CODE, REGIONS
-
-
-class Build:
-    """The result of compiling one source: entry bytes and what the compiler said."""
-
-    def __init__(self, data, functions, diagnostics):
-        self.data = data
-        self.functions = functions
-        self.diagnostics = diagnostics
+from ppy import _compiler, _entry
+from ppy._entry import METADATA, MODULE_CODE, REGIONS
 
 
 def rewrite(tree, functions):
@@ -55,14 +49,14 @@ def rewrite(tree, functions):
 
 
 def build(source, filename, module_name, abi, key, source_digest, dependencies, torch=None):
-    """Compiles `source` (bytes) into a cache entry keyed by `key`.
+    """Compiles `source` (bytes) into a cache entry keyed by `key`; returns its bytes.
 
     The metadata records the source's digest and the closure's, so that a later
     miss can say what changed, and for a module that uses torch the version the
-    region executor was built for (`_hook.torch_key`): regions are compiled only
+    region executor was built for (`_entry.torch_key`): regions are compiled only
     when there is an executor to run them.
     """
-    regions_on = torch not in (None, _hook.NO_EXECUTOR)
+    regions_on = torch not in (None, _entry.NO_EXECUTOR)
     tree, functions, diagnostics, code, regions = _compiler.compile(source, filename, module_name, regions_on)
     try:
         module_code = compile(rewrite(tree, functions), filename, "exec", dont_inherit=True)
@@ -86,4 +80,4 @@ def build(source, filename, module_name, abi, key, source_digest, dependencies, 
     extras = {MODULE_CODE: marshal.dumps(module_code), METADATA: marshal.dumps(metadata)}
     if regions is not None:
         extras[REGIONS] = regions
-    return Build(_compiler.serialize(code, _hook.version(), abi, key, extras), functions, diagnostics)
+    return _compiler.serialize(code, _entry.version(), abi, key, extras)

@@ -23,8 +23,12 @@ shares it. The rules:
 * a miss says why: no entry, source changed, imported module changed, version
   changed, corrupt entry.
 
-Checking an entry (the warm path) lives in ppy._hook, which `import ppy` loaded
-already; this module, the build path, loads only on a miss.
+The entry's own rules (format tags, version, paths, miss reasons, the trust
+checks) are ppy._entry's; finding and checking an entry (the warm path) is
+ppy._hook's `load`, which imports this module, the build path, only on a miss.
+
+May import: `_entry`, `_notes` and `_trace`; lazily, `_build` (which loads the
+compiler) and the extension `_ppy`. Never `_hook`, which imports this module.
 
 Every build appends a line to `<cache folder>/build.log`, so that tests and
 users can see who built what without timing anything.
@@ -34,8 +38,9 @@ import marshal
 import os
 import time
 
-from ppy import _hook, _notes, _trace
-from ppy._hook import digest as _digest
+from ppy import _entry, _notes, _trace
+from ppy._entry import digest as _digest
+
 
 def _closure(source_path, source, finder):
     """The .ppy modules `source` imports, transitively: [(name, path, digest)],
@@ -81,7 +86,7 @@ def _imported_names(source):
 def _key(source_digest, dependencies):
     from ppy import _ppy
 
-    parts = [_hook.version(), str(_ppy.BYTECODE_VERSION), _hook.ABI, source_digest]
+    parts = [_entry.version(), str(_ppy.BYTECODE_VERSION), _entry.ABI, source_digest]
     parts.extend(f"{name}={digest}" for name, _, digest in dependencies)
     return _digest("\n".join(parts).encode())
 
@@ -107,7 +112,7 @@ class _Lock:
     def __init__(self, dir_fd, name):
         import fcntl
 
-        self._fd = _hook.open_trusted_file(name, dir_fd, os.O_RDWR | os.O_CREAT, 0o600)
+        self._fd = _entry.open_trusted_file(name, dir_fd, os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + _lock_timeout()
         while True:
             try:
@@ -156,7 +161,7 @@ def _log_build(dir_fd, module_name, source_path, reason):
         f"module={module_name} source={source_path} reason={reason.replace(' ', '-')}\n"
     )
     try:
-        fd = _hook.open_trusted_file("build.log", dir_fd, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        fd = _entry.open_trusted_file("build.log", dir_fd, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             os.write(fd, line.encode())
         finally:
@@ -175,7 +180,7 @@ def _open_cache_folder(cache_dir, mode=0o755):
         os.makedirs(cache_dir, mode=mode, exist_ok=True)
     except OSError:
         return None, "unwritable"
-    dir_fd = _hook.open_trusted_folder(cache_dir)
+    dir_fd = _entry.open_trusted_folder(cache_dir)
     if dir_fd is None:
         return None, "shared"
     if not os.access(cache_dir, os.W_OK):
@@ -204,7 +209,7 @@ def _note_memory(cache_dir, why):
 def _is_shared(folder):
     """Whether `folder` exists and another user owns it or can write it."""
     try:
-        return not _hook.private(os.stat(folder))
+        return not _entry.private(os.stat(folder))
     except OSError:
         return False
 
@@ -231,13 +236,13 @@ def build_machine_code(loaded, module_name):
     from ppy import _ppy
 
     started = time.perf_counter()
-    path = _hook.machine_code_path_for(loaded.path)
+    path = _entry.machine_code_path_for(loaded.path)
     namespace = {"__name__": module_name, "__builtins__": __builtins__}
     loaded.compiled.attach(namespace)
-    existing = _hook.read_trusted(path)
+    existing = _entry.read_trusted(path)
     if existing is not None:
         try:
-            _ppy.jit_load(loaded.compiled, existing, _hook.version(), loaded.key)
+            _ppy.jit_load(loaded.compiled, existing, _entry.version(), loaded.key)
             return False, time.perf_counter() - started
         except _ppy.EntryError:
             pass
@@ -247,9 +252,9 @@ def build_machine_code(loaded, module_name):
         raise OSError(f"the cache folder {folder} is {'shared' if why == 'shared' else 'not writable'}: "
                       "machine code is not written to it")
     try:
-        lock = _Lock(dir_fd, name + ".lock")
+        lock = _Lock(dir_fd, name + _entry.LOCK_SUFFIX)
         try:
-            data = _ppy.jit_build(loaded.compiled, _hook.version(), loaded.key)
+            data = _ppy.jit_build(loaded.compiled, _entry.version(), loaded.key)
             _publish(dir_fd, name, data)
             _log_build(dir_fd, module_name, path, "warm")
         finally:
@@ -266,14 +271,14 @@ def build(source_path, module_name, finder, source, source_digest, entry_path, r
     is in the per-user cache."""
     from ppy import _ppy
 
-    if reason == _hook.CORRUPT:
+    if reason == _entry.CORRUPT:
         _notes.warn(f"the cache entry {entry_path} is corrupt; rebuilding it")
     cache_dir, name = os.path.split(entry_path)
     dir_fd, why = _open_cache_folder(cache_dir, 0o700 if fallback_from else 0o755)
     if fallback_from is not None:
         shared = _is_shared(fallback_from)
         if shared:
-            reason = _hook.SHARED_FOLDER
+            reason = _entry.SHARED_FOLDER
         if dir_fd is not None:
             _note_user_cache(fallback_from, cache_dir, shared)
         else:
@@ -282,40 +287,40 @@ def build(source_path, module_name, finder, source, source_digest, entry_path, r
     lock = None
     if dir_fd is not None:
         try:
-            lock = _Lock(dir_fd, name + ".lock")
+            lock = _Lock(dir_fd, name + _entry.LOCK_SUFFIX)
         except LockTimeout as error:
             why = f"{error} (held by another process)"
         except OSError:
             why = "unwritable"
     if why == "shared":
-        reason = _hook.SHARED_FOLDER
+        reason = _entry.SHARED_FOLDER
     try:
         if lock is not None:
             # Another process may have built it while this one waited.
-            compiled, metadata, again = _hook.check_entry(_hook.read_trusted(entry_path), source_digest, torch,
-                                                          source_path)
-            if again == _hook.HIT:
-                return _hook.Loaded(compiled, metadata, "waited", reason, time.perf_counter() - started, entry_path)
+            compiled, metadata, again = _entry.check_entry(_entry.read_trusted(entry_path), source_digest, torch,
+                                                           source_path)
+            if again == _entry.HIT:
+                return _entry.Loaded(compiled, metadata, _entry.WAITED, reason, time.perf_counter() - started,
+                                     entry_path)
         from ppy import _build
 
         dependencies = _closure(source_path, source, finder)
         key = _key(source_digest, dependencies)
-        data = _build.build(source, source_path, module_name, _hook.ABI, key, source_digest, dependencies,
-                            torch).data
-        compiled = _ppy.load(data, _hook.version())
-        metadata = marshal.loads(compiled.extras[_hook.METADATA])
-        outcome = "built"
+        data = _build.build(source, source_path, module_name, _entry.ABI, key, source_digest, dependencies, torch)
+        compiled = _ppy.load(data, _entry.version())
+        metadata = marshal.loads(compiled.extras[_entry.METADATA])
+        outcome = _entry.BUILT
         if lock is not None:
             try:
                 _publish(dir_fd, name, data)
                 _log_build(dir_fd, module_name, source_path, reason)
             except OSError:
-                outcome, why = "memory", "unwritable"
+                outcome, why = _entry.IN_MEMORY, "unwritable"
         else:
-            outcome = "memory"
-        if outcome == "memory":
+            outcome = _entry.IN_MEMORY
+        if outcome == _entry.IN_MEMORY:
             _note_memory(cache_dir, why)
-        return _hook.Loaded(compiled, metadata, outcome, reason, time.perf_counter() - started, entry_path)
+        return _entry.Loaded(compiled, metadata, outcome, reason, time.perf_counter() - started, entry_path)
     finally:
         if lock is not None:
             lock.release()

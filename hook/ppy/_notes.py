@@ -2,6 +2,8 @@
 
 Under a launcher every rank prints its own, so each line carries the rank when
 one is set. PPY_QUIET=1 silences them all.
+
+Imports nothing from ppy, so that any module of the package may use it.
 """
 
 import os

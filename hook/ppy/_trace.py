@@ -5,11 +5,16 @@ order (the tier it runs on, and for a fallback the construct and line that made
 it; methods and nested functions, which run as Python, under their qualified
 names), and at exit a summary of calls and time per compiled function. Enabled
 by PPY_TRACE=1, which `ppy run --trace` sets.
+
+May import: `_entry` (the load outcomes it reports), `_defs` (the list of
+defs) and, lazily, the extension `_ppy`.
 """
 
 import atexit
 import os
 import sys
+
+from ppy import _entry
 
 _modules = []  # (module name, CompiledModule) in load order
 
@@ -42,13 +47,13 @@ def module_loaded(name, path, loaded):
     except ValueError:
         where = path
     milliseconds = loaded.seconds * 1000
-    if loaded.outcome == "hit":
+    if loaded.outcome == _entry.HIT:
         _emit(f"module {name} ({where}): cache hit, loaded in {milliseconds:.2f} ms")
-    elif loaded.outcome == "waited":
+    elif loaded.outcome == _entry.WAITED:
         _emit(f"module {name} ({where}): cache miss ({loaded.reason}), built by another process, "
               f"loaded in {milliseconds:.2f} ms")
     else:
-        place = "in memory" if loaded.outcome == "memory" else "into the cache"
+        place = "in memory" if loaded.outcome == _entry.IN_MEMORY else "into the cache"
         _emit(f"module {name} ({where}): cache miss ({loaded.reason}), built {place} in {milliseconds:.2f} ms")
 
 

@@ -7,6 +7,11 @@
     ppy clean [--user] [PATH...]      remove .ppy-cache folders under PATH (--user: the per-user cache)
 
 build, check and clean are silent and exit 0 on success.
+
+The top of the package: may import the package itself (its version and folder)
+and, lazily where a command needs them, any of its modules: the import hook
+`_hook` to load and run, the build path `_cache` for --warm, `_entry` for the
+cache's rules, the extensions. Only `__main__` imports this module.
 """
 
 import argparse
@@ -61,13 +66,13 @@ def _syntax_error_text(error, source):
 
 
 def _command_check(args):
-    from ppy import _compiler, _defs, _hook
+    from ppy import _compiler, _defs, _entry
 
     failed = False
     for path in _ppy_files(args.paths):
         with open(path, "rb") as handle:
             source = handle.read()
-        regions = _hook.torch_key(source) not in (None, _hook.NO_EXECUTOR)
+        regions = _entry.torch_key(source) not in (None, _entry.NO_EXECUTOR)
         try:
             _, functions, diagnostics, _, _ = _compiler.compile(source, path, _module_name(path), regions)
         except SyntaxError as error:
@@ -128,7 +133,7 @@ def _native_failures(loaded, path):
 
 
 def _command_build(args):
-    from ppy import _hook
+    from ppy import _entry, _hook
 
     failed = False
     for path in _ppy_files(args.paths):
@@ -147,7 +152,7 @@ def _command_build(args):
             failed = True
             continue
         if args.verbose:
-            if loaded.outcome == "hit":
+            if loaded.outcome == _entry.HIT:
                 print(f"{path}: up to date")
             else:
                 print(f"{path}: built ({loaded.reason}) in {loaded.seconds * 1000:.1f} ms")
@@ -253,9 +258,9 @@ def _command_clean(args):
     if configured and os.path.isdir(configured):
         folders.append(configured)
     if args.user:
-        from ppy import _hook
+        from ppy import _entry
 
-        root = _hook.user_cache_root()
+        root = _entry.user_cache_root()
         if os.path.isdir(root) and not os.path.islink(root):
             folders.extend(os.path.join(root, name) for name in sorted(os.listdir(root)))
     for folder in folders:

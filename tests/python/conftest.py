@@ -157,12 +157,12 @@ class Runner:
     def entry(self, source):
         """The cache entry of the module at `source`, as ppy names it under this
         runner's PPY_CACHE_DIR."""
-        from ppy import _hook
+        from ppy import _entry
 
         saved = os.environ.get("PPY_CACHE_DIR")
         os.environ["PPY_CACHE_DIR"] = str(self.cache_dir)
         try:
-            return Path(_hook.entry_path_for(str(source)))
+            return Path(_entry.entry_path_for(str(source)))
         finally:
             if saved is None:
                 del os.environ["PPY_CACHE_DIR"]

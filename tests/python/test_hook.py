@@ -36,7 +36,7 @@ def test_import_gives_a_generated_module_whose_kernels_run_on_the_vm(runner):
 def test_ppy_import_python_gives_a_source_module_with_the_same_results(runner):
     result = runner.python("-c", PROBE, cwd=EXAMPLE, PPY_IMPORT="python")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["PPySourceLoader", "python python python", SEED_LINE.strip()]
+    assert result.stdout.splitlines() == ["PpySourceLoader", "python python python", SEED_LINE.strip()]
 
 
 def test_the_second_import_is_served_from_the_cache(runner):

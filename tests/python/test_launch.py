@@ -162,7 +162,7 @@ def test_ppy_serves_the_kernels_natively_and_plain_python_does_not(launched):
         for note in runs[name].notes.values():
             assert (note["native"], note["loader"]) == (True, "GeneratedLoader"), (name, note)
     for note in runs["plain"].notes.values():
-        assert (note["native"], note["region"], note["loader"]) == (False, False, "PPySourceLoader")
+        assert (note["native"], note["region"], note["loader"]) == (False, False, "PpySourceLoader")
 
 
 def test_model_runs_as_an_aten_region_under_ppy(launched):

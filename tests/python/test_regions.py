@@ -330,11 +330,11 @@ def test_dis_and_trace_show_the_op_sequence(runner):
 
 
 def test_region_entries_are_keyed_by_the_executors_torch(ppy_module, tmp_path, monkeypatch):
-    from ppy import _hook, _region_build
+    from ppy import _entry, _hook, _region_build
 
     ppy_module("keyed", "import torch\n\ndef neg(x: torch.Tensor) -> torch.Tensor:\n    return -x\n")
     path = str(tmp_path / "keyed.ppy")
     assert _hook.load(path, "keyed", _hook.find_source).outcome == "hit"
     monkeypatch.setattr(_region_build, "TORCH_VERSION", "0.0.0")
     reloaded = _hook.load(path, "keyed", _hook.find_source)
-    assert (reloaded.outcome, reloaded.reason) == ("built", _hook.TORCH_CHANGED)
+    assert (reloaded.outcome, reloaded.reason) == ("built", _entry.TORCH_CHANGED)
