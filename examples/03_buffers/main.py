@@ -3,6 +3,7 @@
     python main.py            # the kernels native (import ppy)
     PPY_IMPORT=python python main.py
     python main.py --errors   # what ppy refuses, and the message it gives
+    python main.py --time     # total() over 100,000 float64 values of each kind
 
 Every line printed without --errors is identical under both paths: the kernels
 compute with Python floats and ints, and the results are converted with
@@ -11,7 +12,9 @@ a numpy scalar or a 0-d tensor).
 """
 
 import array
+import statistics
 import sys
+import time
 import zlib
 
 import ppy  # noqa: F401  (first: .ppy modules import natively)
@@ -60,3 +63,17 @@ if "--errors" in sys.argv:
         kernels.upper(b"read only")
     except TypeError as error:
         print(f"bytes into upper(): TypeError: {error}")
+
+if "--time" in sys.argv:
+    big = [i * 1e-5 for i in range(100_000)]
+    for name, owner in (
+        ("array.array('d')", array.array("d", big)),
+        ("numpy float64", np.array(big)),
+        ("torch float64", torch.tensor(big, dtype=torch.float64)),
+    ):
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            kernels.total(owner)
+            runs.append(time.perf_counter() - start)
+        print(f"total() over {name:18s} {statistics.median(runs) * 1e3:9.3f} ms (median of 5)")
