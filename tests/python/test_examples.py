@@ -15,6 +15,11 @@ Timings are never part of this: a main.py prints them only when given
 The trace (PPY_TRACE=1, on stderr) shows that ppy did import a .ppy module,
 so an example cannot pass by running as plain Python twice, and its summary
 shows machine code ran under eager (and none under PPY_JIT=0).
+
+The kernels such a main.py imports have no `__main__` block, so
+test_programs.py does not check them; here every top-level function of every
+such `.ppy` file must compile (`ppy check -v` says `vm` or `region`) unless a
+`# ppy-fallback: name, ...` line in the file names it.
 """
 
 import re
@@ -24,6 +29,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*/main.py"))
+KERNELS = sorted(
+    p for p in (ROOT / "examples").rglob("*.ppy")
+    if "__main__" not in p.read_text() and not any(part.startswith(".") for part in p.parts)
+)
 
 try:
     import torch  # noqa: F401
@@ -63,3 +72,22 @@ def test_example_prints_the_same_under_python_and_ppy(runner, main):
             assert any(entries for _, entries in summary), actual.stderr[-3000:]
         if mode == "vm":
             assert not any(entries for _, entries in summary), actual.stderr[-3000:]
+
+
+def _declared_fallbacks(path):
+    match = re.search(r"^# ppy-fallback:(.*)$", path.read_text(), re.M)
+    return {name.strip() for name in match.group(1).split(",")} if match else set()
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda p: str(p.relative_to(ROOT / "examples")))
+def test_example_kernels_compile(runner, kernel):
+    report = runner.ppy("check", "-v", kernel.name, cwd=kernel.parent)
+    assert report.returncode == 0, report.stdout + report.stderr
+    tiers = dict(re.findall(r"^\S+\.ppy:\d+: (\w+): (\w+)", report.stdout, re.M))
+    assert tiers, report.stdout + report.stderr
+    expected_python = _declared_fallbacks(kernel)
+    for name, tier in tiers.items():
+        if name in expected_python:
+            assert tier == "python", f"{name} was expected to fall back"
+        else:
+            assert tier in ("vm", "region"), f"{name} runs as {tier}: {report.stdout}"
