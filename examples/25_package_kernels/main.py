@@ -5,7 +5,7 @@
     PPY_IMPORT=python python main.py
 
 To install it for real: `pip install --no-build-isolation ./` (or build a
-wheel with `pip wheel --no-build-isolation --no-deps -w dist .`), then run
+wheel with `pip wheel --no-build-isolation --no-deps -w build/dist .`), then run
 this file from anywhere without the sys.path line's effect.
 """
 

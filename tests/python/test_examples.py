@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*/main.py"))
 KERNELS = sorted(
     p for p in (ROOT / "examples").rglob("*.ppy")
-    if "__main__" not in p.read_text() and not any(part.startswith(".") for part in p.parts)
+    # Not the copies a wheel build leaves under build/, nor anything in a dot folder.
+    if "__main__" not in p.read_text()
+    and not any(part.startswith(".") or part == "build" for part in p.relative_to(ROOT).parts)
 )
 
 try:
