@@ -93,3 +93,20 @@ def test_example_kernels_compile(runner, kernel):
             assert tier == "python", f"{name} was expected to fall back"
         else:
             assert tier in ("vm", "region"), f"{name} runs as {tier}: {report.stdout}"
+
+
+def test_overflow_is_an_error_under_ppy_and_a_big_int_under_python(runner):
+    """02_exact_semantics/overflow.py is the gallery's one output that differs
+    by design: the page shows both, and this keeps them true."""
+    folder = ROOT / "examples" / "02_exact_semantics"
+    python = runner.python("overflow.py", cwd=folder, PPY_IMPORT="python")
+    assert python.returncode == 0, python.stderr
+    assert python.stdout == "factorial(20) = 2432902008176640000\nfactorial(21) = 51090942171709440000\n"
+    for env in MODES.values():
+        native = runner.python("overflow.py", cwd=folder, **env)
+        assert native.returncode == 0, native.stderr
+        first, second = native.stdout.splitlines()
+        assert first == "factorial(20) = 2432902008176640000"
+        assert second.startswith("factorial(21) -> OverflowError: "), second
+        assert second.endswith("semantics.ppy:62: int result of * does not fit in 64 bits "
+                               "(Python ints are unbounded, ppy's are 64-bit)"), second
