@@ -42,6 +42,32 @@ PYPROJECT = textwrap.dedent("""
     kern = ["*.ppy", ".ppy-cache/*.ppyc", ".ppy-cache/*.ppyjit"]
 """)
 
+# The documented setuptools hook (docs/cli.md, "Shipping kernels in a
+# package"): the warm cache is built into the wheel's build tree.
+SETUP_HOOK = textwrap.dedent("""
+    import os
+    import subprocess
+    import sys
+
+    from setuptools import setup
+    from setuptools.command.build_py import build_py
+
+
+    class BuildPyWithWarmCache(build_py):
+        def run(self):
+            super().run()
+            package = os.path.join(self.build_lib, "kern")
+            env = {k: v for k, v in os.environ.items() if k != "PPY_CACHE_DIR"}
+            subprocess.run([sys.executable, "-m", "ppy", "build", "--warm", package], check=True, env=env)
+            cache = os.path.join(package, ".ppy-cache")
+            for name in os.listdir(cache):  # the entries and machine code, not locks and the log
+                if not name.endswith((".ppyc", ".ppyjit")):
+                    os.remove(os.path.join(cache, name))
+
+
+    setup(cmdclass={"build_py": BuildPyWithWarmCache})
+""")
+
 INIT = "import ppy  # noqa: F401  (the import hook for the kernels)\nfrom kern.ops import total\n"
 HELPERS = "def twice(x: float) -> float:\n    return 2.0 * x\n"
 OPS = textwrap.dedent("""
@@ -87,6 +113,8 @@ def installed(tmp_path, request):
         if request.param == "warm":
             built = _run([sys.executable, "-m", "ppy", "build", "--warm", "kern"], source, env)
             assert built.returncode == 0, built.stderr
+        elif request.param == "hook":
+            (source / "setup.py").write_text(SETUP_HOOK)
         wheel = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w",
                       str(base / "dist"), "."], source, env)
         assert wheel.returncode == 0, wheel.stderr
@@ -129,7 +157,7 @@ def test_without_a_shipped_cache_kernels_build_into_the_per_user_cache(installed
     assert not list(user_cache.glob("*/*"))
 
 
-@pytest.mark.parametrize("installed", ["warm"], indirect=True)
+@pytest.mark.parametrize("installed", ["warm", "hook"], indirect=True)
 def test_a_shipped_warm_cache_is_used_as_is(installed):
     python, package, env, user_cache = installed
     assert sorted(p.name for p in (package / ".ppy-cache").iterdir() if p.suffix == ".ppyc") == [
