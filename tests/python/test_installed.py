@@ -122,6 +122,8 @@ def _write_wheel(source, folder):
 
 
 def _has_bdist_wheel():
+    if importlib.util.find_spec("setuptools") is None:
+        return False
     return importlib.util.find_spec("setuptools.command.bdist_wheel") is not None or \
         importlib.util.find_spec("wheel") is not None
 
