@@ -74,7 +74,15 @@ class Lowering {
     label->uses.push_back(at);
   }
   void Bind(Label* label) { label->target = static_cast<int>(code_.size()); }
-  bool LastIsEnd() const { return !code_.empty() && HasFlag(code_.back().op, kFlagEnd); }
+  // Whether the next instruction is unreachable by falling through: the last
+  // one never falls through, and no label is bound here (a jump may land on
+  // the position: `if a: (if b: continue)` ends in a JMP, but the inner
+  // if's false branch arrives right after it).
+  bool LastIsEnd() const {
+    if (code_.empty() || !HasFlag(code_.back().op, kFlagEnd)) return false;
+    const int here = static_cast<int>(code_.size());
+    return std::none_of(labels_.begin(), labels_.end(), [here](const auto& label) { return label->target == here; });
+  }
 
   // ---- Values ----
   int Value(const Expr& expr, int target = -1);

@@ -483,6 +483,36 @@ inline bool IsPlainNumber(PyObject* object) {
   return object == nullptr || PyLong_CheckExact(object) || PyFloat_CheckExact(object) || PyBool_Check(object);
 }
 
+// An object whose release runs no Python code: a plain number, None, an
+// exact str, a builtin function or a type (a reference of a frame is never
+// the last of a type's).
+inline bool ReleaseIsPure(PyObject* object) {
+  return IsPlainNumber(object) || object == Py_None || PyUnicode_CheckExact(object) || PyCFunction_Check(object) ||
+         PyType_Check(object);
+}
+
+// A call of a builtin that runs no Python code on plain numbers (abs, min,
+// max, int, float, round, divmod, pow) with plain-number arguments, where the
+// module's builtins are the interpreter's own: no effect (NEXT_AFTER_NUMBERS).
+bool IsPureBuiltinCall(const FunctionCode& fn, const Value* span, int count) {
+  PyObject* callable = span[0].o;
+  if (!PyCFunction_Check(callable) && callable != reinterpret_cast<PyObject*>(&PyLong_Type) &&
+      callable != reinterpret_cast<PyObject*>(&PyFloat_Type)) {
+    return false;
+  }
+  for (int i = 1; i <= count; ++i) {
+    if (!IsPlainNumber(span[i].o) || span[i].o == nullptr) return false;
+  }
+  if (!PyCFunction_Check(callable)) return true;  // int(x), float(x)
+  static const char* const kPure[] = {"abs", "min", "max", "round", "divmod", "pow"};
+  PyObject* builtins = fn.module != nullptr ? fn.module->builtins : nullptr;
+  if (builtins == nullptr) return false;
+  for (const char* name : kPure) {
+    if (PyDict_GetItemString(builtins, name) == callable) return true;
+  }
+  return false;
+}
+
 // The views a frame borrows for its Buffer-annotated locals (BORROW_U), each
 // released when the frame ends, on every path, or when its register is
 // assigned another view that no other register shares.
@@ -673,7 +703,7 @@ enter_jit : {
   CASE(MOVE_I) R(in.a).i = R(in.b).i; NEXT;
   CASE(MOVE_F) R(in.a).f = R(in.b).f; NEXT;
   CASE(MOVE_O) {
-    const bool plain = IsPlainNumber(R(in.a).o);
+    const bool plain = ReleaseIsPure(R(in.a).o);
     SetObject(R(in.a), Py_XNewRef(R(in.b).o));
     NEXT_AFTER_NUMBERS(plain);
   }
@@ -698,23 +728,23 @@ enter_jit : {
     int truth = PyObject_IsTrue(R(in.b).o);
     if (truth < 0) goto error;
     R(in.a).i = truth;
+    NEXT_AFTER_NUMBERS(IsPlainNumber(R(in.b).o));
   }
-  NEXT_AFTER_PYTHON;
   CASE(NOT) R(in.a).i = R(in.b).i == 0; NEXT;
   CASE(BOX_I) {
-    const bool plain = IsPlainNumber(R(in.a).o);
+    const bool plain = ReleaseIsPure(R(in.a).o);
     PyObject* boxed = PyLong_FromLongLong(R(in.b).i);
     if (boxed == nullptr) goto error;
     SetObject(R(in.a), boxed);
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(BOX_B) {
-    const bool plain = IsPlainNumber(R(in.a).o);
+    const bool plain = ReleaseIsPure(R(in.a).o);
     SetObject(R(in.a), Py_NewRef(R(in.b).i ? Py_True : Py_False));
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(BOX_F) {
-    const bool plain = IsPlainNumber(R(in.a).o);
+    const bool plain = ReleaseIsPure(R(in.a).o);
     PyObject* boxed = PyFloat_FromDouble(R(in.b).f);
     if (boxed == nullptr) goto error;
     SetObject(R(in.a), boxed);
@@ -1321,11 +1351,14 @@ enter_jit : {
 
   // ---- Globals ---------------------------------------------------------------------------
   CASE(LOAD_GLOBAL) {
+    // A lookup of a str key runs no Python code; only releasing what R[A]
+    // held might.
+    const bool plain = ReleaseIsPure(R(in.a).o);
     PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
     if (value == nullptr) goto error;
     SetObject(R(in.a), Py_NewRef(value));
+    NEXT_AFTER_NUMBERS(plain);
   }
-  NEXT_AFTER_PYTHON;
   CASE(STORE_GLOBAL) {
     if (PyDict_SetItem(fn.module->globals, fn.objects[in.d], R(in.a).o) < 0) goto error;
   }
@@ -1339,7 +1372,7 @@ enter_jit : {
     }
     if (!UnboxInt(value, &R(in.a).i)) goto error;
   }
-  NEXT_AFTER_PYTHON;
+  NEXT;
   CASE(LOAD_GLOBAL_F) {
     PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
     if (value == nullptr) goto error;
@@ -1349,7 +1382,7 @@ enter_jit : {
     }
     if (!UnboxFloat(value, &R(in.a).f)) goto error;
   }
-  NEXT_AFTER_PYTHON;
+  NEXT;
   CASE(LOAD_GLOBAL_B) {
     PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
     if (value == nullptr) goto error;
@@ -1359,7 +1392,7 @@ enter_jit : {
     }
     R(in.a).i = value == Py_True;
   }
-  NEXT_AFTER_PYTHON;
+  NEXT;
 
   // ---- Object mode ------------------------------------------------------------------------
   CASE(LOAD_ATTR) {
@@ -1383,21 +1416,21 @@ enter_jit : {
   }
   NEXT_AFTER_PYTHON;
   CASE(BINARY_O) {
-    const bool plain = IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && IsPlainNumber(R(in.a).o);
+    const bool plain = IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && ReleaseIsPure(R(in.a).o);
     PyObject* value = BinaryObjectOp(in.d, R(in.b).o, R(in.c).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(UNARY_O) {
-    const bool plain = IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.a).o);
+    const bool plain = IsPlainNumber(R(in.b).o) && ReleaseIsPure(R(in.a).o);
     PyObject* value = UnaryObject(in.d, R(in.b).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(COMPARE_O) {
-    const bool plain = IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && IsPlainNumber(R(in.a).o);
+    const bool plain = IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && ReleaseIsPure(R(in.a).o);
     PyObject* value = PyObject_RichCompare(R(in.b).o, R(in.c).o, in.d);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
@@ -1411,12 +1444,13 @@ enter_jit : {
   }
   NEXT_AFTER_PYTHON;
   CASE(CALL_O) {
+    const bool plain = IsPureBuiltinCall(fn, &R(in.b), in.c) && ReleaseIsPure(R(in.a).o);
     PyObject* value = PyObject_Vectorcall(R(in.b).o, reinterpret_cast<PyObject* const*>(&R(in.b + 1)),
                                           in.c, nullptr);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
+    NEXT_AFTER_NUMBERS(plain);
   }
-  NEXT_AFTER_PYTHON;
   CASE(CALL_KW) {
     PyObject* kwnames = fn.objects[in.d];
     PyObject* value = PyObject_Vectorcall(R(in.b).o, reinterpret_cast<PyObject* const*>(&R(in.b + 1)),

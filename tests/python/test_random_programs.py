@@ -40,9 +40,9 @@ import pytest
 
 PROGRAMS_PER_SEED = 3
 
-# Bug D: program 66 (f1) prints 84.0 under ppy (PPY_JIT=0 and eager), 93.0
-# under CPython; not yet minimized. Skipped until it is.
-KNOWN_BUGS = {66}
+# Programs skipped for a known, not yet fixed bug (none now: program 66's
+# wrong result was Bug C, an `if` branch falling through into its `else`).
+KNOWN_BUGS = set()
 
 
 def _seeds():
@@ -64,7 +64,6 @@ class _Generator:
     def __init__(self, rng):
         self.rng = rng
         self.small = []   # (name, nparams) of effectful functions defined so far
-        # Bug A (see _Generator.function): no abs/min/max/int/float in pure functions.
         self.builtins = True
         self.typed = set()  # loop counters and annotated parameters
         self.lines = []
@@ -234,24 +233,10 @@ class _Generator:
 
     @staticmethod
     def avoid_bug_c(branch, pad):
-        # Bug C: an `if` branch followed by `elif`/`else` whose last statement
-        # is an `if` ending in `break`/`continue` falls through into the else
-        # branch under ppy (interpreter and JIT alike; `pass` after it does
-        # not help, an assignment does):
-        #     def f(n: int) -> int:
-        #         hits = 0
-        #         for i in range(n):
-        #             if i >= 0:
-        #                 if i > 100:
-        #                     continue
-        #             else:
-        #                 hits += 1
-        #         return hits
-        #     f(5)   # CPython: 0, ppy: 5
-        # Such a branch here gets an assignment at its end until that is fixed.
-        if any(line.strip() in ("break", "continue") or line.rstrip().endswith(("break", "continue"))
-               for line in branch):
-            return branch + [f"{pad}    bug_c = 0"]
+        # Bug C, fixed: an `if` branch ending in an `if` whose body ends in
+        # `break`/`continue` fell through into the outer `else` (the lowering
+        # took the trailing jump for the end of the branch; see
+        # Lowering::LastIsEnd). Generated as is.
         return branch
 
     def params(self, count):
@@ -278,31 +263,10 @@ class _Generator:
         lines = [f"def {name}({', '.join(decls)}):"]
         lists = []
         if pure:
-            # Bug A: abs(), min(), max(), int() or float() of a dynamic value
-            # (an unannotated parameter, a local that mixes int and float)
-            # counts as an effect under ppy, so an int that outgrows 64 bits
-            # later in the same pure function raises OverflowError instead of
-            # deoptimizing:
-            #     def f(p):
-            #         v = abs(p)
-            #         g = 1
-            #         for j in range(2, 26):
-            #             g *= j
-            #         return g
-            #     f(-5.74)   # CPython: 15511210043330985984000000
-            # Bug B: so does a truth test of a dynamic value (`if p:`,
-            # `if p <= -2:`, `x if p < 1 else y`, `not p`, `p == 1 and 2`):
-            #     def f(p):
-            #         if p <= -2:
-            #             pass
-            #         g = 1
-            #         for j in range(2, 26):
-            #             g *= j
-            #         return g
-            #     f(31)      # CPython: 15511210043330985984000000
-            # Pure functions here call none of those builtins, and branch only
-            # on loop counters and annotated parameters, until that is fixed.
-            self.builtins = False
+            # Bugs A and B, fixed: a builtin (abs, min, max, int, float) of a
+            # plain number and a truth test of one counted as effects, so an
+            # int that outgrew 64 bits later in the function raised
+            # OverflowError instead of deoptimizing.
             acc = "s"
             lines.append(f"    {acc} = {r.choice(['0', '1', '0.0'])}")
             env[acc] = "n"
