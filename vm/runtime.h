@@ -83,8 +83,9 @@ void MarkTorchTensorWritten(PyObject* tensor);
 // ---- Deoptimization -----------------------------------------------------------------
 // An int that outgrows 64 bits in a register that is not an annotated local
 // (a temporary, an unannotated local) is where Python's int would just grow.
-// If the call has had no effect visible outside it yet (no store, no call, no
-// object-mode code: the interpreter tracks this per frame), ppy abandons the
+// If the call has had no effect visible outside it yet (no store, no Python
+// code, no object-mode code beyond plain-number arithmetic: g_effects below
+// is unchanged since the frame began), ppy abandons the
 // call and runs the function's Python code with the same arguments, which is
 // then exactly what CPython does. Deoptimize is the exception that carries
 // this up to the call boundary (vm/function_object.cpp, CallModuleFunction); a
