@@ -439,10 +439,6 @@ bool CallDeoptimized(const FunctionCode& callee, const Value* args, Value* resul
   return false;
 }
 
-}  // namespace
-
-namespace {
-
 // The typed call itself: the callee's code if the module's name still holds
 // it, else whatever the name holds now.
 bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value* result) {
@@ -504,11 +500,17 @@ bool IsPureBuiltinCall(const FunctionCode& fn, const Value* span, int count) {
     if (!IsPlainNumber(span[i].o) || span[i].o == nullptr) return false;
   }
   if (!PyCFunction_Check(callable)) return true;  // int(x), float(x)
+  // A function of the builtins module the frame runs with, by its own name:
+  // no dictionary lookup on this path, which object-mode loops take per call.
+  PyObject* owner = PyCFunction_GET_SELF(callable);
+  if (fn.module == nullptr || owner == nullptr || !PyModule_Check(owner) ||
+      PyModule_GetDict(owner) != fn.module->builtins) {
+    return false;
+  }
+  const char* name = reinterpret_cast<PyCFunctionObject*>(callable)->m_ml->ml_name;
   static const char* const kPure[] = {"abs", "min", "max", "round", "divmod", "pow"};
-  PyObject* builtins = fn.module != nullptr ? fn.module->builtins : nullptr;
-  if (builtins == nullptr) return false;
-  for (const char* name : kPure) {
-    if (PyDict_GetItemString(builtins, name) == callable) return true;
+  for (const char* pure : kPure) {
+    if (std::strcmp(name, pure) == 0) return true;
   }
   return false;
 }

@@ -44,6 +44,14 @@ def spawn(args, **kwargs):
     return process
 
 
+def as_user(uid, args):
+    """`args` run as `uid` (and its own group, no others) by setpriv, keeping
+    only CAP_DAC_READ_SEARCH, to read ppy and Python where root installed
+    them: everything it writes, owns or may write is that user's own."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=+dac_read_search",
+            "--ambient-caps=+dac_read_search", *args]
+
+
 def kill_group(process):
     """SIGKILL to the child's process group (everything it started), then reap it."""
     try:

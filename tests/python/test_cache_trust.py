@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Runner, communicate, kill_group, spawn
+from conftest import Runner, as_user, communicate, kill_group, spawn
 from test_cache import KERNEL, PROBE, _sections
 
 TAG = sys.implementation.cache_tag
@@ -189,12 +189,8 @@ ATTACKER, VICTIM = 61001, 61002  # two ordinary users, made by root for the test
 
 
 def _as_user(uid, code, cwd, env):
-    """`python -c code` as `uid` (and its own group, no others). It keeps only
-    CAP_DAC_READ_SEARCH, to read ppy and Python where root installed them;
-    everything it writes, owns or may write is the user's own."""
-    args = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=+dac_read_search",
-            "--ambient-caps=+dac_read_search", sys.executable, "-c", code]
-    return spawn(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """`python -c code` as `uid` (conftest.as_user)."""
+    return spawn(as_user(uid, [sys.executable, "-c", code]), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _run_as(uid, code, cwd, env):

@@ -106,7 +106,8 @@ def test_check_verbose_lists_tiers_and_fallback_reasons(runner, tmp_path):
 # lambda: ppy compiles module-level functions only, so `ppy check -v` and
 # `ppy run --trace` must list the methods and the nested function too, under
 # Python's __qualname__, or their count of native functions overstates it.
-EVERY_DEF = """\
+# (test_hook.py traces the same module.)
+SHAPES = """\
     class P:
         def __init__(self, x: float, y: float):
             self.x = x
@@ -132,6 +133,9 @@ EVERY_DEF = """\
 
     def keyed(xs: list) -> list:
         return sorted(xs, key=lambda v: -v)
+"""
+
+EVERY_DEF = SHAPES + """\
 
     if __name__ == "__main__":
         def main() -> None:

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from test_programs import HAVE_TORCH, MODES, SUMMARY, assert_functions_compile
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*/main.py"))
 KERNELS = sorted(
@@ -36,15 +38,6 @@ KERNELS = sorted(
     and not any(part.startswith(".") or part == "build" for part in p.relative_to(ROOT).parts)
 )
 
-try:
-    import torch  # noqa: F401
-
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-
-SUMMARY = re.compile(r"^ppy trace:\s+\S+\s+(\d+) calls\s+\S+ ms\s+(\d+) jit entries$", re.M)
-MODES = {"vm": {"PPY_JIT": "0"}, "jit": {"PPY_JIT": "eager"}}
 
 
 def _needs_torch(folder):
@@ -76,23 +69,11 @@ def test_example_prints_the_same_under_python_and_ppy(runner, main):
             assert not any(entries for _, entries in summary), actual.stderr[-3000:]
 
 
-def _declared_fallbacks(path):
-    match = re.search(r"^# ppy-fallback:(.*)$", path.read_text(), re.M)
-    return {name.strip() for name in match.group(1).split(",")} if match else set()
-
-
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda p: str(p.relative_to(ROOT / "examples")))
 def test_example_kernels_compile(runner, kernel):
     report = runner.ppy("check", "-v", kernel.name, cwd=kernel.parent)
     assert report.returncode == 0, report.stdout + report.stderr
-    tiers = dict(re.findall(r"^\S+\.ppy:\d+: (\w+): (\w+)", report.stdout, re.M))
-    assert tiers, report.stdout + report.stderr
-    expected_python = _declared_fallbacks(kernel)
-    for name, tier in tiers.items():
-        if name in expected_python:
-            assert tier == "python", f"{name} was expected to fall back"
-        else:
-            assert tier in ("vm", "region"), f"{name} runs as {tier}: {report.stdout}"
+    assert_functions_compile(report, kernel)
 
 
 def test_overflow_is_an_error_under_ppy_and_a_big_int_under_python(runner):

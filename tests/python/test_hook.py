@@ -5,6 +5,7 @@ import textwrap
 from pathlib import Path
 
 from conftest import communicate, spawn
+from test_cli import SHAPES
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "31_torchrun"
@@ -262,33 +263,7 @@ def test_trace_lists_every_def_with_its_qualified_name(runner, tmp_path):
     """Methods and nested functions run as Python (ppy compiles module-level
     functions only): the trace lists them too, in source order under their
     __qualname__, for __main__ and for an imported module alike."""
-    _write(tmp_path, "shapes.ppy", """\
-        class P:
-            def __init__(self, x: float, y: float):
-                self.x = x
-                self.y = y
-
-            def norm(self) -> float:
-                return (self.x * self.x + self.y * self.y) ** 0.5
-
-            @staticmethod
-            def origin() -> "P":
-                return P(0.0, 0.0)
-
-        def outer(n: int) -> int:
-            def inner(k: int) -> int:
-                return k * 2
-            return inner(n)
-
-        def total(n: int) -> int:
-            s = 0
-            for i in range(n):
-                s += i
-            return s
-
-        def keyed(xs: list) -> list:
-            return sorted(xs, key=lambda v: -v)
-        """)
+    _write(tmp_path, "shapes.ppy", SHAPES)
     main = _write(tmp_path, "main.ppy", """\
         import ppy  # so that plain Python imports shapes.ppy too
         from shapes import P, outer, total, keyed

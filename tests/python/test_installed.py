@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import communicate, spawn
+from conftest import as_user, communicate, spawn
 
 USER = 61001
 
@@ -90,8 +90,7 @@ PROBE = "import array, ppy, kern; print(kern.total(array.array('d', [1.0, 2.5]))
 
 def _run(args, cwd, env, user=None):
     if user is not None:
-        args = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=+dac_read_search",
-                "--ambient-caps=+dac_read_search", *args]
+        args = as_user(user, args)
     process = spawn(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = communicate(process, 300)
     return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)

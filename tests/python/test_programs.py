@@ -77,14 +77,21 @@ def test_program_matches_cpython(runner, program, mode):
         assert not any(entries for _, entries in summary), actual.stderr[-3000:]
 
 
-@pytest.mark.parametrize("program", PROGRAMS + EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_program_functions_compile(runner, program):
-    report = runner.ppy("check", "-v", program, cwd=program.parent)
+def assert_functions_compile(report, path):
+    """`report`, `ppy check -v` of `path`, lists its top-level functions, and
+    each compiles unless its `# ppy-fallback:` line names it (then it must
+    fall back). tests/python/test_examples.py checks kernels without a
+    `__main__` block the same way."""
     tiers = dict(re.findall(r"^\S+\.ppy:\d+: (\w+): (\w+)", report.stdout, re.M))
     assert tiers, report.stdout + report.stderr
-    expected_python = _declared_fallbacks(program)
+    expected_python = _declared_fallbacks(path)
     for name, tier in tiers.items():
         if name in expected_python:
             assert tier == "python", f"{name} was expected to fall back"
         else:
             assert tier in ("vm", "region"), f"{name} runs as {tier}: {report.stdout}"
+
+
+@pytest.mark.parametrize("program", PROGRAMS + EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_program_functions_compile(runner, program):
+    assert_functions_compile(runner.ppy("check", "-v", program, cwd=program.parent), program)
