@@ -187,6 +187,7 @@ class CodeGen {
     switch (in.op) {
       case Op::STORE_F64: case Op::STORE_I64: case Op::STORE_F: case Op::STORE_I:
       case Op::STOREX_F64: case Op::STOREX_I64: case Op::ADDTO_F64: case Op::ADDTO_I64:
+      case Op::STOREN_F: case Op::STOREN_I:
         return in.a;
       default:
         return -1;
@@ -752,6 +753,68 @@ class CodeGen {
     return normalized;
   }
 
+  static int32_t ViewField(size_t field, int axis) { return static_cast<int32_t>(field + sizeof(int64_t) * axis); }
+
+  // An index along an axis of `size` elements, Python's way (see Index);
+  // outside leaves for the interpreter, which raises the exporter's IndexError.
+  Int AxisIndex(const Int& size, const Int& index) {
+    Int normalized = b_.NewInt();
+    b_.Mov(normalized, index);
+    Label outside = b_.NewLabel(), inside = b_.NewLabel(), exit = Exit();
+    b_.BranchInt(IntCond::kUge, normalized, size, outside);
+    b_.Bind(inside);
+    Cold([=, this] {
+      b_.Bind(outside);
+      b_.BranchIntImm(IntCond::kGe, normalized, 0, exit);
+      b_.Add(normalized, normalized, size);
+      b_.BranchInt(IntCond::kUlt, normalized, size, inside);
+      b_.Jump(exit);
+    });
+    return normalized;
+  }
+
+  // The element offset R[reg] of an N-d access must lie in the view (see
+  // BufferView::low). An offset that only INDEX_U sums of distinct axes of
+  // this very view made, in this block, does by construction: no check.
+  void CheckOffset(int buffer, int reg) {
+    if (OffsetFromIndexes(buffer, reg, pc_)) return;
+    Int bound = b_.NewInt();
+    b_.LoadInt(bound, ints_[buffer], static_cast<int32_t>(offsetof(BufferView, low)));
+    b_.BranchInt(IntCond::kLt, I(reg), bound, Exit());
+    b_.LoadInt(bound, ints_[buffer], static_cast<int32_t>(offsetof(BufferView, high)));
+    b_.BranchInt(IntCond::kGt, I(reg), bound, Exit());
+  }
+
+  // Whether R[reg] at `use` is a sum of INDEX_U results of `buffer`, one per
+  // axis at most, each computed in the same block with neither the buffer
+  // register nor the partial sums written again before the use.
+  bool OffsetFromIndexes(int buffer, int reg, int use) const {
+    uint32_t axes = 0;
+    int first = use;
+    std::function<bool(int, int)> sum_of_indexes = [&](int r, int at) -> bool {
+      for (int pc = at - 1; pc >= 0; --pc) {
+        if (targets_[pc + 1]) return false;  // another path joins between
+        const Instr& in = fn_.code[pc];
+        RegisterSet reads, writes;
+        RegistersOf(fn_, in, &reads, &writes);
+        if (!writes[r]) continue;
+        first = std::min(first, pc);
+        if (in.op == Op::INDEX_U && in.a == r && in.b == buffer) {
+          if (axes & (1u << in.c)) return false;
+          axes |= 1u << in.c;
+          return true;
+        }
+        if (in.op == Op::ADD_I && in.a == r && in.b != in.c) {
+          return sum_of_indexes(in.b, pc) && sum_of_indexes(in.c, pc);
+        }
+        return false;
+      }
+      return false;
+    };
+    if (!sum_of_indexes(reg, use)) return false;
+    return !WrittenIn(buffer, first, use - 1);
+  }
+
   // buf[R[reg]]. An index nothing reads after this instruction is normalized
   // in place. An index `int(x)` computed just before, on a backend whose
   // truncation gives INT64_MIN (outside every buffer) for what int() rejects,
@@ -1234,6 +1297,35 @@ class CodeGen {
       case Op::STORE_I: StoreIntElement(a, IndexRegister(a, bb, true), I(c)); break;
       case Op::STOREX_F64: StoreFloatElement(a, SumIndex(a, I(bb), I(c), true), F(d)); break;
       case Op::STOREX_I64: StoreIntElement(a, SumIndex(a, I(bb), I(c), true), I(d)); break;
+      // N-d buffers (see vm/opcodes.def): machine code runs only in frames
+      // whose views have a contiguous innermost axis (vm/interpreter.cpp), so
+      // INDEX_U on that axis is the checked index itself.
+      case Op::SHAPE_U: b_.LoadInt(I(a), ints_[bb], ViewField(offsetof(BufferView, shape), c)); break;
+      case Op::INDEX_U: {
+        Int size = b_.NewInt();
+        b_.LoadInt(size, ints_[bb], ViewField(offsetof(BufferView, shape), c));
+        Int index = AxisIndex(size, I(d));
+        if (c == fn_.registers[bb].ndim - 1) {
+          b_.Mov(I(a), index);
+        } else {
+          Int stride = b_.NewInt();
+          b_.LoadInt(stride, ints_[bb], ViewField(offsetof(BufferView, strides), c));
+          b_.MulChecked(I(a), index, stride, Exit());  // within the view: never overflows
+        }
+        break;
+      }
+      case Op::LOADN_F:
+      case Op::LOADN_I: CheckOffset(bb, c); LoadElementTo(a, bb, I(c)); break;
+      case Op::STOREN_F:
+        CheckOffset(a, bb);
+        RequireWritable(a);
+        StoreFloatElement(a, I(bb), F(c));
+        break;
+      case Op::STOREN_I:
+        CheckOffset(a, bb);
+        RequireWritable(a);
+        StoreIntElement(a, I(bb), I(c));
+        break;
       case Op::ADDTO_F64: {
         Int index = IndexRegister(a, bb, true);
         Float value = b_.NewFloat();

@@ -47,8 +47,8 @@ class Lowering {
     registers_.push_back(type);
     return static_cast<int>(registers_.size()) - 1;
   }
-  int Temp(Kind kind, ElemType elem = ElemType::kNone);
-  int TempFor(Type type) { return Temp(type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone); }
+  int Temp(Kind kind, ElemType elem = ElemType::kNone, int ndim = 1);
+  int TempFor(Type type) { return Temp(type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone, type.ndim); }
   int Span(const std::vector<RegisterType>& types);
   int ObjectSpan(int count) { return Span(std::vector<RegisterType>(count, {Kind::kObject, ElemType::kNone})); }
   RegisterType TypeOf(int reg) const {
@@ -120,6 +120,8 @@ class Lowering {
 
   // Buffer element access, with the fused forms for buf[base + i].
   int LoadElement(int buffer, Type buffer_type, const Expr& index, int target);
+  int OffsetValue(const Expr& index, int buffer);
+  int PositionValue(const Expr& index, int buffer, Type buffer_type);
   int LoadElementAt(int buffer, Type buffer_type, int index, int target);
   void StoreElement(int buffer, Type buffer_type, const Expr& index, int value, Type value_type);
   void StoreElementAt(int buffer, Type buffer_type, int index, int value, Type value_type);
@@ -200,14 +202,15 @@ class Lowering {
   };
 
   static int TypeCode(const RegisterType& type) {
-    return static_cast<int>(type.kind) * kElemTypeCount + static_cast<int>(type.elem);
+    return (static_cast<int>(type.kind) * kElemTypeCount + static_cast<int>(type.elem)) * (kMaxDims + 1) + type.ndim;
   }
 };
 
 // ---- Registers and constants -----------------------------------------------------------------
 
-int Lowering::Temp(Kind kind, ElemType elem) {
+int Lowering::Temp(Kind kind, ElemType elem, int ndim) {
   RegisterType type{kind, kind == Kind::kBuffer ? elem : ElemType::kNone};
+  type.ndim = static_cast<uint8_t>(kind == Kind::kBuffer ? ndim : 1);
   std::set<int>& free = free_[TypeCode(type)];
   int reg;
   if (!free.empty()) {
@@ -304,7 +307,7 @@ void Lowering::SetBound(int slot) {
 int Lowering::Coerce(int reg, Type from, Type to, int target) {
   Kind from_kind = from.kind_of_register();
   Kind to_kind = to.kind_of_register();
-  if (from_kind == to_kind && (from_kind != Kind::kBuffer || from.elem == to.elem)) {
+  if (from_kind == to_kind && (from_kind != Kind::kBuffer || (from.elem == to.elem && from.ndim == to.ndim))) {
     if (target >= 0 && target != reg) {
       static const Op kMoves[] = {Op::MOVE_I, Op::MOVE_F, Op::MOVE_O, Op::MOVE_U};
       Emit(kMoves[static_cast<int>(to_kind)], target, reg);
@@ -419,7 +422,15 @@ int Lowering::EmitSlice(const Expr& expr, int target) {
 int Lowering::EmitSubscript(const Expr& expr, int target) {
   const Expr& base = *expr.children[0];
   const Expr& index = *expr.children[1];
-  if (base.type.is_buffer() && index.kind != ExprKind::kSlice) {
+  if (expr.resolution == Resolution::kBufferShape) {  // a.shape[k]: SHAPE_U
+    int buffer = Value(*base.children[0]);
+    int dest = Destination(target, Kind::kInt);
+    Emit(Op::SHAPE_U, dest, buffer, expr.index);
+    return dest;
+  }
+  // An element (the checker typed it a number); a slice or a row of an N-d
+  // buffer is an object the exporter makes.
+  if (base.type.is_buffer() && !expr.type.is_object()) {
     int buffer = Value(base);
     return LoadElement(buffer, base.type, index, target);
   }
@@ -454,8 +465,33 @@ int Lowering::IndexValue(const Expr& index, int buffer) {
   return dest;
 }
 
+// The element offset of a[i, j, ..] in the N-d buffer in register `buffer`:
+// every index is evaluated first, left to right (Python builds the index tuple
+// before it indexes), then INDEX_U checks each along its axis, in axis order
+// as numpy does, and scales it by the axis's stride; ADD_I sums them. The
+// offset is what LOADN_*/STOREN_* take.
+int Lowering::OffsetValue(const Expr& index, int buffer) {
+  std::vector<int> values;
+  for (const ExprPtr& one : index.children) values.push_back(IndexValue(*one, buffer));
+  int offset = Temp(Kind::kInt);
+  Emit(Op::INDEX_U, offset, buffer, 0, values[0]);
+  for (size_t axis = 1; axis < values.size(); ++axis) {
+    int term = Temp(Kind::kInt);
+    Emit(Op::INDEX_U, term, buffer, static_cast<int>(axis), values[axis]);
+    Emit(Op::ADD_I, offset, offset, term);
+  }
+  return offset;
+}
+
+// The position LoadElementAt and StoreElementAt take: an index into a 1-D
+// buffer, an element offset into an N-d one.
+int Lowering::PositionValue(const Expr& index, int buffer, Type buffer_type) {
+  return buffer_type.ndim > 1 ? OffsetValue(index, buffer) : IndexValue(index, buffer);
+}
+
 int Lowering::LoadElement(int buffer, Type buffer_type, const Expr& index, int target) {
   ElemType elem = buffer_type.elem;
+  if (buffer_type.ndim > 1) return LoadElementAt(buffer, buffer_type, OffsetValue(index, buffer), target);
   int base, offset;
   if ((elem == ElemType::kF64 || elem == ElemType::kI64) && FusedIndex(index, &base, &offset)) {
     bool is_float = elem == ElemType::kF64;
@@ -470,6 +506,10 @@ int Lowering::LoadElementAt(int buffer, Type buffer_type, int index, int target)
   ElemType elem = buffer_type.elem;
   bool is_float = InfoOf(elem).is_float;
   int dest = Destination(target, is_float ? Kind::kFloat : Kind::kInt);
+  if (buffer_type.ndim > 1) {
+    Emit(is_float ? Op::LOADN_F : Op::LOADN_I, dest, buffer, index);
+    return dest;
+  }
   Op op = elem == ElemType::kF64 ? Op::LOAD_F64
           : elem == ElemType::kI64 ? Op::LOAD_I64
           : is_float ? Op::LOAD_F
@@ -480,6 +520,10 @@ int Lowering::LoadElementAt(int buffer, Type buffer_type, int index, int target)
 
 void Lowering::StoreElement(int buffer, Type buffer_type, const Expr& index, int value, Type value_type) {
   ElemType elem = buffer_type.elem;
+  if (buffer_type.ndim > 1) {
+    StoreElementAt(buffer, buffer_type, OffsetValue(index, buffer), value, value_type);
+    return;
+  }
   int base, offset;
   if ((elem == ElemType::kF64 || elem == ElemType::kI64) && FusedIndex(index, &base, &offset)) {
     bool is_float = elem == ElemType::kF64;
@@ -494,6 +538,10 @@ void Lowering::StoreElementAt(int buffer, Type buffer_type, int index, int value
   ElemType elem = buffer_type.elem;
   bool is_float = InfoOf(elem).is_float;
   int converted = Coerce(value, value_type, is_float ? Type::Float() : Type::Int());
+  if (buffer_type.ndim > 1) {
+    Emit(is_float ? Op::STOREN_F : Op::STOREN_I, buffer, index, converted);
+    return;
+  }
   Op op = elem == ElemType::kF64 ? Op::STORE_F64
           : elem == ElemType::kI64 ? Op::STORE_I64
           : is_float ? Op::STORE_F
@@ -520,7 +568,7 @@ int Lowering::EmitTypedCall(const Expr& expr, int target) {
   const FunctionInfo& callee = module_.functions[expr.index];
   std::vector<RegisterType> types;
   for (const Type& type : callee.param_types) {
-    types.push_back({type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone});
+    types.push_back(type.register_type());
   }
   // Arguments are evaluated in source order, then placed.
   std::vector<int> order;
@@ -912,7 +960,7 @@ int Lowering::EmitCompare(const Expr& expr, int target) {
 
 int Lowering::EmitIfExp(const Expr& expr, int target) {
   Type type = expr.type;
-  int dest = Temp(type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone);
+  int dest = TempFor(type);
   Label* orelse = NewLabel();
   Label* done = NewLabel();
   Branch(*expr.children[0], false, orelse);
@@ -1231,7 +1279,7 @@ void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
     case ExprKind::kSubscript: {
       const Expr& base = *target.children[0];
       const Expr& index = *target.children[1];
-      if (base.type.is_buffer() && index.kind != ExprKind::kSlice) {
+      if (base.type.is_buffer() && !target.type.is_object()) {
         int buffer = Value(base);
         StoreElement(buffer, base.type, index, value, value_type);
       } else {
@@ -1290,10 +1338,10 @@ void Lowering::AugAssign(const Stmt& stmt) {
       const Expr& index = *target.children[1];
       if (base.type.is_buffer()) {
         int buffer = Value(base);
-        int position = IndexValue(index, buffer);
+        int position = PositionValue(index, buffer, base.type);
         Type element = base.type.element();
         ElemType elem = base.type.elem;
-        if (op == BinOp::kAdd && ((elem == ElemType::kF64 && value.type.is_float()) ||
+        if (op == BinOp::kAdd && base.type.ndim == 1 && ((elem == ElemType::kF64 && value.type.is_float()) ||
                                   (elem == ElemType::kI64 && value.type.is_integral()))) {
           // The element is read before the value is evaluated, as in CPython;
           // evaluating the value first is the same unless it raises, so only
@@ -1533,7 +1581,7 @@ void Lowering::ForBuffer(const Stmt& stmt, int buffer, Type buffer_type) {
   const Expr& target = *stmt.targets[0];
   if (buffer < kConstantBase && !IsTemp(buffer)) {
     // Iterate the view the loop started with, whatever the body rebinds.
-    int copy = Temp(Kind::kBuffer, buffer_type.elem);
+    int copy = TempFor(buffer_type);
     Emit(Op::MOVE_U, copy, buffer);
     buffer = copy;
   }
@@ -1671,7 +1719,7 @@ void Lowering::ForCounted(const Stmt& stmt) {
       operand.reg = Value(expr);
       if (operand.reg < kConstantBase && !IsTemp(operand.reg)) {
         // Iterate the view the loop started with, whatever the body rebinds.
-        int copy = Temp(Kind::kBuffer, expr.type.elem);
+        int copy = TempFor(expr.type);
         Emit(Op::MOVE_U, copy, operand.reg);
         operand.reg = copy;
       }
@@ -1974,7 +2022,7 @@ void Lowering::Import(const Stmt& stmt) {
 // ---- Driver -------------------------------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
-  free_.resize(kKindCount * kElemTypeCount);
+  free_.resize(kKindCount * kElemTypeCount * (kMaxDims + 1));
   // Parameters, then locals.
   for (const LocalVariable& local : fn_.locals) {
     Type type = local.type;
@@ -1982,7 +2030,7 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
     // other int register may deoptimize on overflow (RegisterType::annotated).
     const bool annotated = type.kind_of_register() == Kind::kInt && (local.annotated || local.is_param);
     local_registers_.push_back(
-        NewRegister({type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone, annotated}));
+        NewRegister(type.register_type(annotated)));
     is_local_.push_back(true);
   }
   bound_flags_.assign(fn_.locals.size(), -1);
@@ -2051,6 +2099,7 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
     Type type = fn_.param_types[i];
     param.type = type.value_type();
     param.elem = type.is_buffer() ? type.elem : ElemType::kNone;
+    param.ndim = type.is_buffer() ? type.ndim : 1;
     if (syntax.kind == ParamKind::kPositionalOnly) ++fn->num_posonly;
     if (syntax.kind == ParamKind::kKeywordOnly) ++fn->num_kwonly;
     fn->params.push_back(param);

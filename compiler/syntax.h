@@ -82,6 +82,7 @@ enum class Resolution : uint8_t {
   kMath,           // a math function with a typed fast path
   kMathConstant,   // math.pi and friends, folded
   kModule,         // an imported module used as a namespace (math, ppy)
+  kBufferShape,    // a.shape[k] of a buffer, k (a constant) in `index`
 };
 
 struct Expr {

@@ -121,12 +121,25 @@ Type TypeOfAnnotation(const Expr& annotation, const ModuleInfo& module, std::str
     case ExprKind::kSubscript: {
       const Expr& base = *annotation.children[0];
       if (PpyNameOf(base, module) != "Buffer") return Type::Object();
-      const Expr& elem = *annotation.children[1];
-      if (elem.kind == ExprKind::kName && elem.text == "float") return Type::Buffer(ElemType::kF64);
-      if (elem.kind == ExprKind::kName && elem.text == "int") return Type::Buffer(ElemType::kI64);
+      // Buffer[T] is one-dimensional; Buffer[T, n] has n dimensions.
+      const Expr* elem_expr = annotation.children[1].get();
+      int ndim = 1;
+      if (elem_expr->kind == ExprKind::kTuple) {
+        const Expr& tuple = *elem_expr;
+        if (tuple.children.size() != 2 || tuple.children[1]->kind != ExprKind::kInt ||
+            tuple.children[1]->int_value < 1 || tuple.children[1]->int_value > kMaxDims) {
+          *error = absl::StrCat("a Buffer's dimensions are a number from 1 to ", kMaxDims, ": Buffer[float, 2]");
+          return Type::Unknown();
+        }
+        elem_expr = tuple.children[0].get();
+        ndim = static_cast<int>(tuple.children[1]->int_value);
+      }
+      const Expr& elem = *elem_expr;
+      if (elem.kind == ExprKind::kName && elem.text == "float") return Type::Buffer(ElemType::kF64, ndim);
+      if (elem.kind == ExprKind::kName && elem.text == "int") return Type::Buffer(ElemType::kI64, ndim);
       std::string elem_name = PpyNameOf(elem, module);
       ElemType elem_type = ElemTypeNamed(elem_name);
-      if (elem_type != ElemType::kNone) return Type::Buffer(elem_type);
+      if (elem_type != ElemType::kNone) return Type::Buffer(elem_type, ndim);
       *error = "a Buffer's element type is float, int, or one of ppy's f32, f64, i8..i64, u8..u64";
       return Type::Unknown();
     }
@@ -220,6 +233,7 @@ class FunctionChecker {
   Type CheckAttribute(Expr& expr);
   Type CheckSubscript(Expr& expr);
   void CheckNotBoolIndex(const Expr& index, const Type& index_type);
+  bool CheckBufferIndex(const Type& base, Expr& index);
   Type CheckCall(Expr& expr);
   Type CheckTypedCall(Expr& expr, int function);
   Type CheckMathCall(Expr& expr, const std::string& name);
@@ -804,7 +818,7 @@ void FunctionChecker::InferBlock(std::vector<StmtPtr>& body) {
           InferTarget(*stmt->targets[0], Type::Int(), stmt->loc);
         } else {
           Type type = Check(iter);
-          if (type.is_buffer()) InferTarget(*stmt->targets[0], type.element(), stmt->loc);
+          if (type.is_buffer() && type.ndim == 1) InferTarget(*stmt->targets[0], type.element(), stmt->loc);
           else if (type.is_known()) InferTarget(*stmt->targets[0], Type::Object(), stmt->loc);
         }
         break;
@@ -1036,7 +1050,11 @@ void FunctionChecker::CheckFor(Stmt& stmt) {
     element = Type::Int();
   } else {
     Type type = Check(iter);
-    if (type.is_buffer()) {
+    if (type.is_buffer() && type.ndim > 1) {
+      Error(iter.loc, absl::StrCat("iterating a ", type.name(), " would give its rows, which are not elements: ",
+                                   "loop over range(a.shape[0]) and index a[i, j]"));
+      element = Type::Object();
+    } else if (type.is_buffer()) {
       element = type.element();
     } else if (type.is_object()) {
       element = Type::Object();
@@ -1125,8 +1143,9 @@ bool FunctionChecker::CountableOperand(Expr& operand, Type* element) {
     return true;
   }
   Type type = Check(operand);
-  *element = type.is_buffer() ? type.element() : Type::Unknown();
-  return type.is_buffer() || (!type.is_known() && quiet_);
+  const bool elements = type.is_buffer() && type.ndim == 1;
+  *element = elements ? type.element() : Type::Unknown();
+  return elements || (!type.is_known() && quiet_);
 }
 
 // Decides whether `for targets in iter` is one of the counted forms (see
@@ -1243,18 +1262,12 @@ void FunctionChecker::CheckAssignTarget(Expr& target, Type value, const Loc& val
       Type base = Check(*target.children[0]);
       Expr& index = *target.children[1];
       if (base.is_buffer()) {
-        if (index.kind == ExprKind::kSlice) {
-          Check(index);
-          if (!value.is_object()) Error(value_loc, "a slice of a buffer can only be assigned an object");
-        } else {
-          Type index_type = Check(index);
-          if (!index_type.is_integral() && !index_type.is_object()) {
-            Error(index.loc, absl::StrCat("buffer indices must be integers, not ", index_type.name()));
-          }
-          CheckNotBoolIndex(index, index_type);
-          if (!StorableIn(base.element(), value)) {
-            Error(value_loc, absl::StrCat("cannot store ", value.name(), " into ", base.name()));
-          }
+        if (!CheckBufferIndex(base, index)) {  // a slice or a row: the exporter's item assignment
+          target.type = Type::Object();
+          return;
+        }
+        if (!StorableIn(base.element(), value)) {
+          Error(value_loc, absl::StrCat("cannot store ", value.name(), " into ", base.name()));
         }
         target.type = base.element();
       } else if (base.is_object()) {
@@ -1312,13 +1325,11 @@ void FunctionChecker::CheckAugAssign(Stmt& stmt) {
     case ExprKind::kSubscript: {
       Type base = Check(*target.children[0]);
       Expr& index = *target.children[1];
-      Type index_type = Check(index);
       if (base.is_buffer()) {
-        if (index.kind == ExprKind::kSlice || (!index_type.is_integral() && !index_type.is_object())) {
-          Error(index.loc, "buffer indices must be integers");
+        if (!CheckBufferIndex(base, index)) {
+          Error(index.loc, "buffer indices must be integers, one per dimension");
           return;
         }
-        CheckNotBoolIndex(index, index_type);
         Type element = base.element();
         target.type = element;
         Type result = BinaryType(stmt.bin_op, element, value, stmt.value.get(), stmt.loc);
@@ -1327,8 +1338,10 @@ void FunctionChecker::CheckAugAssign(Stmt& stmt) {
           Error(stmt.loc, absl::StrCat("cannot store ", result.name(), " into ", base.name()));
         }
       } else if (base.is_object()) {
+        Check(index);
         target.type = Type::Object();
       } else {
+        Check(index);
         Error(target.children[0]->loc, absl::StrCat("'", base.name(), "' object is not subscriptable"));
       }
       return;
@@ -1371,7 +1384,7 @@ bool FunctionChecker::Assignable(Type target, Type value) const {
     case TypeKind::kFloat: return value.is_float() || dynamic_could_be("float");
     case TypeKind::kBool: return value.is_bool() || dynamic_could_be("bool");
     // A dynamic value is borrowed at run time, checked as a parameter is.
-    case TypeKind::kBuffer: return (value.is_buffer() && value.elem == target.elem) || value.is_object();
+    case TypeKind::kBuffer: return (value.is_buffer() && value == target) || value.is_object();
     default: return false;
   }
 }
@@ -1526,19 +1539,59 @@ void FunctionChecker::CheckNotBoolIndex(const Expr& index, const Type& index_typ
         "write int(...) for an element");
 }
 
+// The index of a buffer subscript: for an element, one integer per dimension
+// (a[i] for Buffer[T], a[i, j] for Buffer[T, 2]). Anything else (a slice, a
+// row a[i] of a 2-D buffer, a[i, :]) is the exporter's business: the
+// subscript runs on the object, so it means what it means in Python. Returns
+// whether the subscript is an element (and types the indices).
+bool FunctionChecker::CheckBufferIndex(const Type& base, Expr& index) {
+  auto check_one = [&](Expr& one) {
+    Type type = Check(one);
+    if (!type.is_integral() && !type.is_object() && type.is_known()) {
+      Error(one.loc, absl::StrCat("buffer indices must be integers, not ", type.name()));
+    }
+    CheckNotBoolIndex(one, type);
+  };
+  if (base.ndim == 1) {
+    if (index.kind == ExprKind::kSlice) {
+      Check(index);
+      return false;
+    }
+    check_one(index);
+    return true;
+  }
+  bool element = index.kind == ExprKind::kTuple && index.children.size() == base.ndim;
+  for (size_t i = 0; element && i < index.children.size(); ++i) {
+    element = index.children[i]->kind != ExprKind::kSlice;
+  }
+  if (!element) {
+    Check(index);
+    return false;
+  }
+  for (ExprPtr& one : index.children) check_one(*one);
+  index.type = Type::Object();  // the tuple itself is never built
+  return true;
+}
+
 Type FunctionChecker::CheckSubscript(Expr& expr) {
+  // a.shape[k] of an N-d buffer, k a constant: an int.
+  Expr& shape = *expr.children[0];
+  int64_t k = 0;
+  if (shape.kind == ExprKind::kAttribute && shape.text == "shape" && shape.children[0]->kind == ExprKind::kName &&
+      LiteralInt(*expr.children[1], &k)) {
+    Type owner = Check(*shape.children[0]);
+    if (owner.is_buffer() && k >= -owner.ndim && k < owner.ndim) {
+      expr.resolution = Resolution::kBufferShape;
+      expr.index = static_cast<int>(k < 0 ? k + owner.ndim : k);
+      shape.type = Type::Object();
+      return Type::Int();
+    }
+  }
   Type base = Check(*expr.children[0]);
   Expr& index = *expr.children[1];
-  Type index_type = Check(index);
+  if (base.is_buffer()) return CheckBufferIndex(base, index) ? base.element() : Type::Object();
+  Check(index);
   if (!base.is_known()) return Type::Unknown();
-  if (base.is_buffer()) {
-    if (index.kind == ExprKind::kSlice) return Type::Object();
-    if (!index_type.is_integral() && !index_type.is_object() && index_type.is_known()) {
-      Error(index.loc, absl::StrCat("buffer indices must be integers, not ", index_type.name()));
-    }
-    CheckNotBoolIndex(index, index_type);
-    return base.element();
-  }
   if (base.is_object()) return Type::Object();
   Error(expr.children[0]->loc, absl::StrCat("'", base.name(), "' object is not subscriptable"));
   return Type::Object();

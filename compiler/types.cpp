@@ -38,7 +38,8 @@ std::string Type::name() const {
     case TypeKind::kFloat: return "float";
     case TypeKind::kBool: return "bool";
     case TypeKind::kNone: return "None";
-    case TypeKind::kBuffer: return std::string("Buffer[") + InfoOf(elem).name + "]";
+    case TypeKind::kBuffer:
+      return std::string("Buffer[") + InfoOf(elem).name + (ndim == 1 ? "" : ", " + std::to_string(ndim)) + "]";
     case TypeKind::kObject: return known_class ? known_class : "object";
   }
   return "?";
@@ -46,7 +47,7 @@ std::string Type::name() const {
 
 bool Type::operator==(const Type& other) const {
   if (kind != other.kind) return false;
-  if (kind == TypeKind::kBuffer) return elem == other.elem;
+  if (kind == TypeKind::kBuffer) return elem == other.elem && ndim == other.ndim;
   return true;
 }
 

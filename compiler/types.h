@@ -1,6 +1,7 @@
 // Static types of the ppy language.
 //
-// int (64-bit), float (IEEE double), bool, None, Buffer[T], and object: any
+// int (64-bit), float (IEEE double), bool, None, Buffer[T] and Buffer[T, n]
+// (n dimensions), and object: any
 // other Python value, handled through the C API. An object type may know its
 // Python class (a str literal is an object known to be "str"), which lets the
 // checker reject what CPython would reject at run time anyway, such as storing a
@@ -19,6 +20,7 @@ struct Type {
   TypeKind kind = TypeKind::kUnknown;
   ElemType elem = ElemType::kNone;  // Buffer only
   const char* known_class = nullptr;  // object only: a class known statically, or null
+  uint8_t ndim = 1;                   // Buffer only: its dimensions (Buffer[float, 2])
 
   static Type Unknown() { return {}; }
   static Type Int() { return {TypeKind::kInt}; }
@@ -26,7 +28,16 @@ struct Type {
   static Type Bool() { return {TypeKind::kBool}; }
   static Type None() { return {TypeKind::kNone}; }
   static Type Object(const char* known = nullptr) { return {TypeKind::kObject, ElemType::kNone, known}; }
-  static Type Buffer(ElemType elem) { return {TypeKind::kBuffer, elem}; }
+  static Type Buffer(ElemType elem, int ndim = 1) {
+    return {TypeKind::kBuffer, elem, nullptr, static_cast<uint8_t>(ndim)};
+  }
+  // The register that holds a value of this type, with its element type and
+  // dimensions for a buffer.
+  RegisterType register_type(bool annotated = false) const {
+    RegisterType reg{kind_of_register(), is_buffer() ? elem : ElemType::kNone, annotated};
+    reg.ndim = is_buffer() ? ndim : 1;
+    return reg;
+  }
 
   bool is_known() const { return kind != TypeKind::kUnknown; }
   bool is_int() const { return kind == TypeKind::kInt; }

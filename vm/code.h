@@ -65,6 +65,9 @@ struct ElemInfo {
 const ElemInfo& InfoOf(ElemType elem);
 inline constexpr int kElemTypeCount = 11;  // kNone included
 
+// The most dimensions a Buffer annotation may declare (Buffer[float, 3]).
+inline constexpr int kMaxDims = 4;
+
 // The type of a value at a function's boundary: a parameter or the result.
 enum class ValueType : uint8_t { kInt, kFloat, kBool, kNone, kObject, kBuffer };
 
@@ -90,7 +93,11 @@ struct RegisterType {
   // an overflow deoptimizes the call if it can (see vm/interpreter.cpp).
   // Not part of the register's kind: equality ignores it.
   bool annotated = false;
-  bool operator==(const RegisterType& other) const { return kind == other.kind && elem == other.elem; }
+  // For buffers: the number of dimensions, 1..kMaxDims; 1 for every other kind.
+  uint8_t ndim = 1;
+  bool operator==(const RegisterType& other) const {
+    return kind == other.kind && elem == other.elem && ndim == other.ndim;
+  }
 };
 
 struct Param {
@@ -101,6 +108,7 @@ struct Param {
   // A Buffer-annotated local borrowed by BORROW_U (never serialized): its
   // errors name "local 'out'" instead of "argument 'out'".
   bool is_local = false;
+  uint8_t ndim = 1;  // for Buffer parameters: dimensions, 1..kMaxDims
 };
 
 // One constant register's initial value. Object constants are indexes into

@@ -102,14 +102,14 @@ std::string Operand(const ModuleCode& module, const FunctionCode& fn, const Inst
 
 }  // namespace
 
-std::string TypeName(ValueType type, ElemType elem) {
+std::string TypeName(ValueType type, ElemType elem, int ndim) {
   switch (type) {
     case ValueType::kInt: return "int";
     case ValueType::kFloat: return "float";
     case ValueType::kBool: return "bool";
     case ValueType::kNone: return "None";
     case ValueType::kObject: return "object";
-    case ValueType::kBuffer: return Cat("Buffer[", InfoOf(elem).name, "]");
+    case ValueType::kBuffer: return Cat("Buffer[", InfoOf(elem).name, ndim == 1 ? "" : Cat(", ", ndim), "]");
   }
   return "?";
 }
@@ -133,7 +133,7 @@ std::string Disassemble(const ModuleCode& module, const FunctionCode& fn) {
   std::string out;
   std::vector<std::string> params;
   for (const Param& param : fn.params) {
-    params.push_back(Cat(param.name, ": ", TypeName(param.type, param.elem)));
+    params.push_back(Cat(param.name, ": ", TypeName(param.type, param.elem, param.ndim)));
   }
   out += Cat("function ", fn.qualname, "(", Join(params, ", "), ") -> ",
                   TypeName(fn.result, ElemType::kNone), "\n");

@@ -16,6 +16,6 @@ std::string Disassemble(const ModuleCode& module, const FunctionCode& fn);
 std::string DisassembleInstruction(const ModuleCode& module, const FunctionCode& fn, int pc);
 
 // How a value type is written in a signature: int, float, Buffer[f64], ...
-std::string TypeName(ValueType type, ElemType elem);
+std::string TypeName(ValueType type, ElemType elem, int ndim = 1);
 
 }  // namespace ppy

@@ -153,7 +153,7 @@ PyObject* FunctionGetSignature(PyObject* op, void*) {
   std::string text = "(";
   for (int i = 0; i < fn.num_params(); ++i) {
     if (i > 0) text += ", ";
-    text += fn.params[i].name + ": " + TypeName(fn.params[i].type, fn.params[i].elem);
+    text += fn.params[i].name + ": " + TypeName(fn.params[i].type, fn.params[i].elem, fn.params[i].ndim);
   }
   text += ") -> " + TypeName(fn.result, ElemType::kNone);
   return PyUnicode_FromString(text.c_str());

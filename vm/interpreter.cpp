@@ -535,6 +535,7 @@ class LocalBorrows {
     record->param.name = text;
     record->param.type = ValueType::kBuffer;
     record->param.elem = fn.registers[reg].elem;
+    record->param.ndim = fn.registers[reg].ndim;
     record->param.writes = writes;
     record->param.is_local = true;
     if (!AcquireBuffer(obj, fn, record->param, &record->raw, &record->view)) return false;
@@ -594,6 +595,13 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
   for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
 
   LocalBorrows borrows;
+  // Machine code addresses the innermost axis of every view without a stride
+  // multiply: a frame that holds a view strided there (a[::2], m[:, 1], a
+  // transposed matrix) stays on the interpreter.
+  bool views_contiguous = true;
+  for (int reg = 0; reg < num_params; ++reg) {
+    if (fn.registers[reg].kind == Kind::kBuffer && !InnermostContiguous(*regs[reg].u)) views_contiguous = false;
+  }
   // No effect visible outside this call has happened since it started while
   // g_effects is unchanged (see RaiseDeoptimize).
   const uint64_t effects_at_entry = g_effects;
@@ -657,7 +665,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
     if (--ticks == 0) {                                                  \
       ticks = kBackEdgesPerCheck;                                        \
       if (PyErr_CheckSignals() != 0) goto error;                         \
-      if (g_tiering.mode != JitMode::kOff && TierUpAtLoop(fn)) {         \
+      if (g_tiering.mode != JitMode::kOff && views_contiguous && TierUpAtLoop(fn)) { \
         if (fn.jit_entry != nullptr && fn.IsJitLoopEntry(target)) {      \
           jit_pc = (target);                                             \
           goto enter_jit;                                                \
@@ -670,7 +678,9 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
 
   Instr in;
   int64_t jit_pc = 0;
-  if (g_tiering.mode != JitMode::kOff && TierUpAtCall(fn) && fn.jit_enters_at_start) goto enter_jit;
+  if (g_tiering.mode != JitMode::kOff && views_contiguous && TierUpAtCall(fn) && fn.jit_enters_at_start) {
+    goto enter_jit;
+  }
   goto* kDispatch[static_cast<uint8_t>(ip->op)];
 
   // Machine code runs on this same frame. It returns to be resumed at a pc (a
@@ -755,6 +765,7 @@ enter_jit : {
   CASE(BOX_U) SetObject(R(in.a), Py_NewRef(R(in.b).u->owner)); NEXT_AFTER_PYTHON;
   CASE(BORROW_U) {
     if (!borrows.Borrow(fn, regs, in.a, R(in.b).o, fn.objects[in.d], in.c != 0)) goto error;
+    views_contiguous = views_contiguous && InnermostContiguous(*R(in.a).u);
   }
   NEXT_AFTER_PYTHON;
   CASE(UNBOX_I) {
@@ -1041,7 +1052,7 @@ enter_jit : {
       RaiseIndexError(view, R(in.c).i, false);
       goto error;
     }
-    R(in.a).f = reinterpret_cast<const double*>(view.data)[index];
+    R(in.a).f = reinterpret_cast<const double*>(view.data)[index * view.strides[0]];
   }
   NEXT;
   CASE(LOAD_I64) {
@@ -1051,7 +1062,7 @@ enter_jit : {
       RaiseIndexError(view, R(in.c).i, false);
       goto error;
     }
-    R(in.a).i = reinterpret_cast<const int64_t*>(view.data)[index];
+    R(in.a).i = reinterpret_cast<const int64_t*>(view.data)[index * view.strides[0]];
   }
   NEXT;
   CASE(LOAD_F) {
@@ -1061,7 +1072,7 @@ enter_jit : {
       RaiseIndexError(view, R(in.c).i, false);
       goto error;
     }
-    R(in.a).f = LoadFloatElement(view, index);
+    R(in.a).f = LoadFloatElement(view, index * view.strides[0]);
   }
   NEXT;
   CASE(LOAD_I) {
@@ -1071,7 +1082,7 @@ enter_jit : {
       RaiseIndexError(view, R(in.c).i, false);
       goto error;
     }
-    if (!LoadIntElement(view, index, &R(in.a).i)) goto error;
+    if (!LoadIntElement(view, index * view.strides[0], &R(in.a).i)) goto error;
   }
   NEXT;
   CASE(STORE_F64) {
@@ -1086,7 +1097,7 @@ enter_jit : {
       RaiseIndexError(view, R(in.b).i, true);
       goto error;
     }
-    reinterpret_cast<double*>(view.data)[index] = R(in.c).f;
+    reinterpret_cast<double*>(view.data)[index * view.strides[0]] = R(in.c).f;
   }
   NEXT;
   CASE(STORE_I64) {
@@ -1101,7 +1112,7 @@ enter_jit : {
       RaiseIndexError(view, R(in.b).i, true);
       goto error;
     }
-    reinterpret_cast<int64_t*>(view.data)[index] = R(in.c).i;
+    reinterpret_cast<int64_t*>(view.data)[index * view.strides[0]] = R(in.c).i;
   }
   NEXT;
   CASE(STORE_F) {
@@ -1116,7 +1127,7 @@ enter_jit : {
       RaiseIndexError(view, R(in.b).i, true);
       goto error;
     }
-    StoreFloatElement(view, index, R(in.c).f);
+    StoreFloatElement(view, index * view.strides[0], R(in.c).f);
   }
   NEXT;
   CASE(STORE_I) {
@@ -1131,7 +1142,7 @@ enter_jit : {
       RaiseIndexError(view, R(in.b).i, true);
       goto error;
     }
-    if (!StoreIntElement(view, index, R(in.c).i)) goto error;
+    if (!StoreIntElement(view, index * view.strides[0], R(in.c).i)) goto error;
   }
   NEXT;
   CASE(LOADX_F64) {
@@ -1146,7 +1157,7 @@ enter_jit : {
       RaiseIndexError(view, original, false);
       goto error;
     }
-    R(in.a).f = reinterpret_cast<const double*>(view.data)[index];
+    R(in.a).f = reinterpret_cast<const double*>(view.data)[index * view.strides[0]];
   }
   NEXT;
   CASE(LOADX_I64) {
@@ -1161,7 +1172,7 @@ enter_jit : {
       RaiseIndexError(view, original, false);
       goto error;
     }
-    R(in.a).i = reinterpret_cast<const int64_t*>(view.data)[index];
+    R(in.a).i = reinterpret_cast<const int64_t*>(view.data)[index * view.strides[0]];
   }
   NEXT;
   CASE(STOREX_F64) {
@@ -1181,7 +1192,7 @@ enter_jit : {
       RaiseIndexError(view, original, true);
       goto error;
     }
-    reinterpret_cast<double*>(view.data)[index] = R(in.d).f;
+    reinterpret_cast<double*>(view.data)[index * view.strides[0]] = R(in.d).f;
   }
   NEXT;
   CASE(STOREX_I64) {
@@ -1201,7 +1212,7 @@ enter_jit : {
       RaiseIndexError(view, original, true);
       goto error;
     }
-    reinterpret_cast<int64_t*>(view.data)[index] = R(in.d).i;
+    reinterpret_cast<int64_t*>(view.data)[index * view.strides[0]] = R(in.d).i;
   }
   NEXT;
 
@@ -1217,7 +1228,7 @@ enter_jit : {
       RaiseReadOnly(view);
       goto error;
     }
-    reinterpret_cast<double*>(view.data)[index] += R(in.c).f;
+    reinterpret_cast<double*>(view.data)[index * view.strides[0]] += R(in.c).f;
   }
   NEXT;
   CASE(ADDTO_I64) {
@@ -1228,7 +1239,7 @@ enter_jit : {
       RaiseIndexError(view, R(in.b).i, false);
       goto error;
     }
-    int64_t* element = reinterpret_cast<int64_t*>(view.data) + index;
+    int64_t* element = reinterpret_cast<int64_t*>(view.data) + index * view.strides[0];
     int64_t sum;
     if (__builtin_add_overflow(*element, R(in.c).i, &sum)) {
       RaiseIntOverflow(fn, PC, "+");
@@ -1239,6 +1250,64 @@ enter_jit : {
       goto error;
     }
     *element = sum;
+  }
+  NEXT;
+
+  CASE(SHAPE_U) R(in.a).i = R(in.b).u->shape[in.c]; NEXT;
+  CASE(INDEX_U) {
+    const BufferView& view = *R(in.b).u;
+    int64_t index = R(in.d).i;
+    if (!NormalizeAxisIndex(view, in.c, &index)) {
+      RaiseAxisIndexError(view, in.c, R(in.d).i);
+      goto error;
+    }
+    R(in.a).i = index * view.strides[in.c];  // |result| <= the view's extent: no overflow
+  }
+  NEXT;
+  CASE(LOADN_F) {
+    const BufferView& view = *R(in.b).u;
+    if (!OffsetInView(view, R(in.c).i)) {
+      RaiseBadOffset(view, R(in.c).i);
+      goto error;
+    }
+    R(in.a).f = LoadFloatElement(view, R(in.c).i);
+  }
+  NEXT;
+  CASE(LOADN_I) {
+    const BufferView& view = *R(in.b).u;
+    if (!OffsetInView(view, R(in.c).i)) {
+      RaiseBadOffset(view, R(in.c).i);
+      goto error;
+    }
+    if (!LoadIntElement(view, R(in.c).i, &R(in.a).i)) goto error;
+  }
+  NEXT;
+  CASE(STOREN_F) {
+    ++g_effects;
+    const BufferView& view = *R(in.a).u;
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
+    if (!OffsetInView(view, R(in.b).i)) {
+      RaiseBadOffset(view, R(in.b).i);
+      goto error;
+    }
+    StoreFloatElement(view, R(in.b).i, R(in.c).f);
+  }
+  NEXT;
+  CASE(STOREN_I) {
+    ++g_effects;
+    const BufferView& view = *R(in.a).u;
+    if (view.readonly) {
+      RaiseReadOnly(view);
+      goto error;
+    }
+    if (!OffsetInView(view, R(in.b).i)) {
+      RaiseBadOffset(view, R(in.b).i);
+      goto error;
+    }
+    if (!StoreIntElement(view, R(in.b).i, R(in.c).i)) goto error;
   }
   NEXT;
 

@@ -136,6 +136,47 @@ bool RaiseIndexError(const BufferView& view, int64_t index, bool store) {
   return false;
 }
 
+bool RaiseAxisIndexError(const BufferView& view, int axis, int64_t index) {
+  switch (view.exporter) {
+    case Exporter::kTorch:
+      PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for dimension %d with size %lld",
+                   static_cast<long long>(index), axis, static_cast<long long>(view.shape[axis]));
+      break;
+    case Exporter::kMemoryview:
+      PyErr_Format(PyExc_IndexError, "index out of bounds on dimension %d", axis + 1);
+      break;
+    default:  // numpy, and numpy's words for any other exporter
+      PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %lld",
+                   static_cast<long long>(index), axis, static_cast<long long>(view.shape[axis]));
+      break;
+  }
+  return false;
+}
+
+bool RaiseBadOffset(const BufferView& view, int64_t offset) {
+  PyErr_Format(PyExc_SystemError, "ppy: element offset %lld is outside the view (%lld..%lld): bad bytecode",
+               static_cast<long long>(offset), static_cast<long long>(view.low), static_cast<long long>(view.high));
+  return false;
+}
+
+void SetViewGeometry(BufferView* view, int ndim, const int64_t* shape, const int64_t* strides) {
+  view->ndim = ndim;
+  view->low = 0;
+  view->high = 0;
+  bool empty = false;
+  for (int axis = 0; axis < ndim; ++axis) {
+    view->shape[axis] = shape[axis];
+    // An axis of length 0 or 1 is never stepped along: its stride is 1, so
+    // that machine code sees such a view as contiguous.
+    view->strides[axis] = shape[axis] <= 1 && axis == ndim - 1 ? 1 : strides[axis];
+    if (shape[axis] <= 0) empty = true;
+    const int64_t reach = (shape[axis] - 1) * view->strides[axis];
+    if (shape[axis] > 0) (reach < 0 ? view->low : view->high) += reach;
+  }
+  view->length = shape[0];
+  if (empty) view->low = 0, view->high = -1;
+}
+
 bool RaiseReadOnly(const BufferView& view) {
   switch (view.exporter) {
     case Exporter::kNumpy:
@@ -417,11 +458,12 @@ ElemType ElemTypeOfFormat(const char* format, Py_ssize_t itemsize) {
 }
 
 // "Buffer[f64]" as the user wrote it.
-std::string AnnotationOf(ElemType elem) {
+std::string AnnotationOf(ElemType elem, int ndim = 1) {
+  const std::string dims = ndim == 1 ? "" : ", " + std::to_string(ndim);
   switch (elem) {
-    case ElemType::kF64: return "Buffer[float] (format 'd')";
-    case ElemType::kI64: return "Buffer[int] (format 'q')";
-    default: return std::string("Buffer[") + InfoOf(elem).name + "]";
+    case ElemType::kF64: return "Buffer[float" + dims + "] (format 'd')";
+    case ElemType::kI64: return "Buffer[int" + dims + "] (format 'q')";
+    default: return std::string("Buffer[") + InfoOf(elem).name + dims + "]";
   }
 }
 
@@ -440,10 +482,12 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
       return AcquireTorchTensor(obj, fn, param, view);
     }
     PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be %s, not %.200s (it has no buffer interface)",
-                 fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem).c_str(), type_name);
+                 fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem, param.ndim).c_str(), type_name);
     return false;
   }
-  int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS;
+  // Any strides: a view the exporter describes by shape and strides (no
+  // suboffsets: PIL-style arrays of pointers are refused by the exporter).
+  int flags = PyBUF_FORMAT | PyBUF_STRIDES;
   bool readonly = false;
   int status = PyObject_GetBuffer(obj, raw, flags | (param.writes ? PyBUF_WRITABLE : 0));
   if (status < 0 && param.writes) {
@@ -456,8 +500,8 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
     // The exporter's reason (not contiguous, ...) becomes a TypeError naming the parameter.
     PyObject* exporter_error = TakeRaisedException();
     PyObject* reason = exporter_error ? PyObject_Str(exporter_error) : nullptr;
-    PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be a C-contiguous one-dimensional %s: %s",
-                 fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem).c_str(),
+    PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be a %s: %s",
+                 fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem, param.ndim).c_str(),
                  reason ? PyUnicode_AsUTF8(reason) : "no buffer");
     Py_XDECREF(reason);
     Py_XDECREF(exporter_error);
@@ -465,21 +509,38 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
     return false;
   }
   ElemType elem = ElemTypeOfFormat(raw->format, raw->itemsize);
-  if (raw->ndim != 1 || elem != param.elem) {
-    if (raw->ndim != 1) {
-      PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be a one-dimensional %s, got %d dimensions",
-                   fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem).c_str(), raw->ndim);
-    } else {
+  // A 0-d exporter (a numpy scalar) reports ndim 0; one without shape is 1-d.
+  const int ndim = raw->shape ? raw->ndim : 1;
+  bool strides_fit = true;
+  for (int axis = 0; raw->strides && axis < ndim && ndim <= kMaxDims; ++axis) {
+    strides_fit = strides_fit && raw->strides[axis] % raw->itemsize == 0;
+  }
+  if (ndim != param.ndim || elem != param.elem || !strides_fit) {
+    if (ndim != param.ndim) {
+      PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be a %s, got %d dimension%s", fn.name.c_str(), RoleOf(param),
+                   param.name.c_str(), AnnotationOf(param.elem, param.ndim).c_str(), ndim, ndim == 1 ? "" : "s");
+    } else if (elem != param.elem) {
       PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be %s, got a buffer of format '%s' (itemsize %zd)",
-                   fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem).c_str(),
+                   fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem, param.ndim).c_str(),
                    raw->format ? raw->format : "B", raw->itemsize);
+    } else {
+      PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be %s with strides that are whole elements", fn.name.c_str(),
+                   RoleOf(param), param.name.c_str(), AnnotationOf(param.elem, param.ndim).c_str());
     }
     PyBuffer_Release(raw);
     raw->obj = nullptr;
     return false;
   }
+  int64_t shape[kMaxDims], strides[kMaxDims];
+  for (int axis = 0; axis < ndim; ++axis) {
+    shape[axis] = raw->shape ? raw->shape[axis] : raw->len / raw->itemsize;
+    strides[axis] = raw->strides ? raw->strides[axis] / raw->itemsize : 1;
+  }
+  if (!raw->strides && ndim > 1) {  // C order
+    for (int axis = ndim - 2; axis >= 0; --axis) strides[axis] = strides[axis + 1] * shape[axis + 1];
+  }
   view->data = static_cast<char*>(raw->buf);
-  view->length = raw->shape ? raw->shape[0] : raw->len / raw->itemsize;
+  SetViewGeometry(view, ndim, shape, strides);
   view->elem = elem;
   view->exporter = ExporterOf(obj);
   view->readonly = readonly || raw->readonly;
@@ -507,7 +568,7 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   auto fail = [&](const char* why) {
     if (!PyErr_Occurred()) {
       PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be %s: the tensor %s", fn.name.c_str(), RoleOf(param),
-                   param.name.c_str(), AnnotationOf(param.elem).c_str(), why);
+                   param.name.c_str(), AnnotationOf(param.elem, param.ndim).c_str(), why);
     }
     return false;
   };
@@ -550,7 +611,21 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   if (dim == nullptr) return false;
   long ndim = PyLong_AsLong(dim);
   Py_DECREF(dim);
-  if (ndim != 1) return fail("is not one-dimensional");
+  if (ndim != param.ndim) {
+    return fail(ndim == 1 ? "has 1 dimension" : ("has " + std::to_string(ndim) + " dimensions").c_str());
+  }
+  int64_t shape[kMaxDims], strides[kMaxDims];
+  PyObject* sizes = PyObject_GetAttrString(obj, "shape");
+  if (sizes == nullptr) return false;
+  for (long axis = 0; axis < ndim; ++axis) {
+    PyObject* size = PySequence_GetItem(sizes, axis);
+    shape[axis] = size ? PyLong_AsLongLong(size) : -1;
+    Py_XDECREF(size);
+  }
+  Py_DECREF(sizes);
+  if (PyErr_Occurred()) return false;
+  strides[ndim - 1] = 1;  // contiguous (checked above)
+  for (long axis = ndim - 2; axis >= 0; --axis) strides[axis] = strides[axis + 1] * shape[axis + 1];
   PyObject* dtype = PyObject_GetAttrString(obj, "dtype");
   if (dtype == nullptr) return false;
   PyObject* dtype_name = PyObject_Str(dtype);
@@ -587,7 +662,10 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   view->function = &fn;
   view->param = &param;
   view->data = static_cast<char*>(data);
-  view->length = length;
+  SetViewGeometry(view, static_cast<int>(ndim), shape, strides);
+  int64_t count = 1;
+  for (long axis = 0; axis < ndim; ++axis) count *= shape[axis];
+  if (count != length) return fail("has a shape that disagrees with numel()");
   view->elem = elem;
   view->exporter = Exporter::kTorch;
   view->readonly = false;
@@ -612,13 +690,15 @@ bool TensorInt(PyObject* tensor, const char* method, long long* out) {
 bool RefreshTorchView(BufferView* view) {
   long long data = 0, length = 0;
   if (!TensorInt(view->owner, "data_ptr", &data) || !TensorInt(view->owner, "numel", &length)) return false;
-  if (reinterpret_cast<char*>(data) == view->data && length == view->length) return true;
+  int64_t count = 1;
+  for (int axis = 0; axis < view->ndim; ++axis) count *= view->shape[axis];
+  if (reinterpret_cast<char*>(data) == view->data && length == count) return true;
   BufferView fresh = *view;
   fresh.storage = nullptr;
   if (AcquireTorchTensor(view->owner, *view->function, *view->param, &fresh)) {
     Py_XSETREF(view->storage, fresh.storage);
     view->data = fresh.data;
-    view->length = fresh.length;
+    SetViewGeometry(view, fresh.ndim, fresh.shape, fresh.strides);
     return true;
   }
   PyObject* reason = TakeRaisedException();

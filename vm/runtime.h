@@ -33,10 +33,20 @@ static_assert(sizeof(PyObject*) == sizeof(Value), "object spans are passed to th
 // exporter's own, so that ppy raises what the same code under CPython raises.
 enum class Exporter : uint8_t { kOther, kArray, kNumpy, kMemoryview, kBytearray, kBytes, kTorch };
 
-// A borrowed, C-contiguous, one-dimensional view, valid for one call from Python.
+// A borrowed view of an exporter's memory, valid for one call from Python:
+// `ndim` axes of any strides. Element i0, i1, .. lies at data + (i0 *
+// strides[0] + i1 * strides[1] + ..) * element size: strides count elements,
+// not bytes, and may be negative (a[::-1]) or zero (broadcast). `low` and
+// `high` bound every such offset (high < low for an empty view), which is all
+// the memory the view may touch: the N-d loads and stores check their offset
+// against them, so that no bytecode, however crafted, reaches outside it.
 struct BufferView {
   char* data = nullptr;
-  int64_t length = 0;
+  int64_t length = 0;  // shape[0]: len() of the exporter
+  int64_t shape[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};
+  int64_t low = 0, high = -1;
+  int ndim = 1;
   ElemType elem = ElemType::kNone;
   Exporter exporter = Exporter::kOther;
   bool readonly = false;
@@ -272,6 +282,32 @@ inline bool NormalizeIndex(const BufferView& view, int64_t* index) {
   *index = i;
   return true;
 }
+
+// The same along one axis of an N-d view.
+inline bool NormalizeAxisIndex(const BufferView& view, int axis, int64_t* index) {
+  int64_t i = *index;
+  const int64_t size = view.shape[axis];
+  if (i < 0) i += size;
+  if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(size)) return false;
+  *index = i;
+  return true;
+}
+
+// Sets a view's shape, strides, length and offset bounds (see BufferView).
+void SetViewGeometry(BufferView* view, int ndim, const int64_t* shape, const int64_t* strides);
+
+// Whether the view's innermost axis steps one element at a time (machine code
+// needs it: see Execute in vm/interpreter.cpp).
+inline bool InnermostContiguous(const BufferView& view) { return view.strides[view.ndim - 1] == 1; }
+
+// Whether an element offset lies in the view's memory (see BufferView).
+inline bool OffsetInView(const BufferView& view, int64_t offset) { return offset >= view.low && offset <= view.high; }
+
+// IndexError for index `index` along `axis` of an N-d view, worded as its
+// exporter words it.
+bool RaiseAxisIndexError(const BufferView& view, int axis, int64_t index);
+// SystemError for an element offset outside the view (crafted bytecode only).
+bool RaiseBadOffset(const BufferView& view, int64_t offset);
 
 bool LoadIntElement(const BufferView& view, int64_t index, int64_t* out);
 bool StoreIntElement(const BufferView& view, int64_t index, int64_t value);

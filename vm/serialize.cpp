@@ -28,6 +28,16 @@ enum class ObjectTag : uint8_t {
 // The high bit of a register's kind byte: RegisterType::annotated.
 constexpr uint8_t kAnnotatedRegister = 0x80;
 
+// A buffer's element type and dimensions share one byte: the element type in
+// the low four bits, ndim - 1 above them (0 for every other kind).
+uint8_t ElemByte(ElemType elem, int ndim) { return static_cast<uint8_t>(elem) | static_cast<uint8_t>((ndim - 1) << 4); }
+bool ReadElemByte(uint8_t byte, ElemType* elem, uint8_t* ndim) {
+  if ((byte & 0x0F) >= kElemTypeCount || (byte >> 4) >= kMaxDims) return false;
+  *elem = static_cast<ElemType>(byte & 0x0F);
+  *ndim = static_cast<uint8_t>((byte >> 4) + 1);
+  return true;
+}
+
 bool WriteObject(Writer& w, PyObject* object) {
   if (object == Py_None) {
     w.U8(static_cast<uint8_t>(ObjectTag::kNone));
@@ -201,13 +211,13 @@ std::string FunctionTable(const ModuleCode& module) {
     for (const Param& param : fn->params) {
       w.Str(param.name);
       w.U8(static_cast<uint8_t>(param.type));
-      w.U8(static_cast<uint8_t>(param.elem));
+      w.U8(ElemByte(param.elem, param.ndim));
       w.U8(param.writes ? 1 : 0);
     }
     w.Varint(fn->registers.size());
     for (const RegisterType& reg : fn->registers) {
       w.U8(static_cast<uint8_t>(reg.kind) | (reg.annotated ? kAnnotatedRegister : 0));
-      w.U8(static_cast<uint8_t>(reg.elem));
+      w.U8(ElemByte(reg.elem, reg.ndim));
     }
     w.Varint(fn->constants.size());
     for (const ConstantValue& constant : fn->constants) {
@@ -252,9 +262,9 @@ bool ReadFunctionTable(std::string_view payload, ModuleCode* module, std::vector
       uint8_t type = r.U8();
       uint8_t elem = r.U8();
       uint8_t writes = r.U8();
-      if (type > static_cast<uint8_t>(ValueType::kBuffer) || elem >= kElemTypeCount || writes > 1) return false;
+      if (type > static_cast<uint8_t>(ValueType::kBuffer) || writes > 1) return false;
+      if (!ReadElemByte(elem, &param.elem, &param.ndim)) return false;
       param.type = static_cast<ValueType>(type);
-      param.elem = static_cast<ElemType>(elem);
       param.writes = writes == 1;
       fn->params.push_back(std::move(param));
     }
@@ -264,10 +274,12 @@ bool ReadFunctionTable(std::string_view payload, ModuleCode* module, std::vector
       uint8_t elem = r.U8();
       const bool annotated = (kind & kAnnotatedRegister) != 0;
       kind &= static_cast<uint8_t>(~kAnnotatedRegister);
-      if (kind >= kKindCount || elem >= kElemTypeCount || (annotated && kind != static_cast<uint8_t>(Kind::kInt))) {
+      RegisterType reg{static_cast<Kind>(kind), ElemType::kNone, annotated};
+      if (kind >= kKindCount || !ReadElemByte(elem, &reg.elem, &reg.ndim) ||
+          (annotated && kind != static_cast<uint8_t>(Kind::kInt))) {
         return false;
       }
-      fn->registers.push_back({static_cast<Kind>(kind), static_cast<ElemType>(elem), annotated});
+      fn->registers.push_back(reg);
     }
     size_t num_constants = r.Count(kMaxRegisters);
     for (size_t i = 0; i < num_constants && r.ok(); ++i) {

@@ -61,6 +61,10 @@ class Verifier {
     for (int i = 0; i < fn_.num_params(); ++i) {
       const Param& param = fn_.params[i];
       RegisterType expected{KindOf(param.type), param.type == ValueType::kBuffer ? param.elem : ElemType::kNone};
+      expected.ndim = param.type == ValueType::kBuffer ? param.ndim : 1;
+      if (param.ndim < 1 || param.ndim > kMaxDims || (param.type != ValueType::kBuffer && param.ndim != 1)) {
+        return Fail(Cat("parameter ", param.name, " has a bad number of dimensions"));
+      }
       if (fn_.registers[i] != expected) return Fail(Cat("parameter ", param.name, " has the wrong register"));
       if (param.type == ValueType::kBuffer &&
           (param.elem == ElemType::kNone || static_cast<int>(param.elem) >= kElemTypeCount)) {
@@ -73,6 +77,9 @@ class Verifier {
               ? (reg.elem == ElemType::kNone || static_cast<int>(reg.elem) >= kElemTypeCount)
               : reg.elem != ElemType::kNone) {
         return Fail("a register has a bad element type");
+      }
+      if (reg.ndim < 1 || reg.ndim > kMaxDims || (reg.kind != Kind::kBuffer && reg.ndim != 1)) {
+        return Fail("a register has a bad number of dimensions");
       }
     }
     for (size_t i = 0; i < fn_.constants.size(); ++i) {
@@ -235,13 +242,13 @@ class Verifier {
   Status CheckBufferCopies(const Instr& in) const {
     const OpInfo& info = InfoOf(in.op);
     if (info.a != Mode::kwU) return Status();
-    const ElemType elem = fn_.registers[in.a].elem;
+    const RegisterType& type = fn_.registers[in.a];
     const Mode modes[3] = {info.b, info.c, info.d};
     const int64_t values[3] = {in.b, in.c, in.d};
     for (int field = 0; field < 3; ++field) {
-      if (modes[field] == Mode::krU && fn_.registers[values[field]].elem != elem) {
+      if (modes[field] == Mode::krU && fn_.registers[values[field]] != type) {
         return FailAt(Cat("copies buffer register ", values[field], " into register ", static_cast<int>(in.a),
-                          " of another element type"));
+                          " of another element type or dimensions"));
       }
     }
     return Status();
@@ -266,6 +273,19 @@ class Verifier {
         }
         return Status();
       }
+      // An axis must be one of the buffer's; an instruction that takes one
+      // index addresses element i at i * strides[0], which machine code takes
+      // as i (an innermost contiguous axis): only a one-dimensional buffer
+      // guarantees both stay inside the view.
+      case Op::SHAPE_U:
+      case Op::INDEX_U:
+        return in.c < fn_.registers[in.b].ndim ? Status() : FailAt("axis out of range for the buffer");
+      case Op::LOAD_F64: case Op::LOAD_I64: case Op::LOAD_F: case Op::LOAD_I:
+      case Op::LOADX_F64: case Op::LOADX_I64:
+        return fn_.registers[in.b].ndim == 1 ? Status() : FailAt("indexes a multi-dimensional buffer with one index");
+      case Op::STORE_F64: case Op::STORE_I64: case Op::STORE_F: case Op::STORE_I:
+      case Op::STOREX_F64: case Op::STOREX_I64: case Op::ADDTO_F64: case Op::ADDTO_I64:
+        return fn_.registers[in.a].ndim == 1 ? Status() : FailAt("indexes a multi-dimensional buffer with one index");
       case Op::CALL_METHOD: return in.c >= 1 ? Status() : FailAt("a method call needs its object");
       case Op::BUILD_DICT: return in.c % 2 == 0 ? Status() : FailAt("odd dict span");
       case Op::BUILD_SLICE: return (in.c == 2 || in.c == 3) ? Status() : FailAt("bad slice span");

@@ -38,27 +38,33 @@ __all__ = [
 
 
 class _BufferAlias:
-    """What `Buffer[T]` evaluates to in plain Python: a readable annotation."""
+    """What `Buffer[T]` and `Buffer[T, n]` evaluate to in plain Python: a readable annotation."""
 
-    __slots__ = ("element",)
+    __slots__ = ("element", "ndim")
 
-    def __init__(self, element):
+    def __init__(self, element, ndim=1):
         self.element = element
+        self.ndim = ndim
 
     def __repr__(self):
-        return f"ppy.Buffer[{getattr(self.element, '__name__', self.element)}]"
+        name = getattr(self.element, "__name__", self.element)
+        return f"ppy.Buffer[{name}]" if self.ndim == 1 else f"ppy.Buffer[{name}, {self.ndim}]"
 
 
 class Buffer:
-    """A borrowed, one-dimensional view of a buffer: `Buffer[float]`, `Buffer[f32]`, ...
+    """A borrowed view of a buffer: `Buffer[float]`, `Buffer[f32]`, `Buffer[float, 2]`, ...
 
-    Annotating a parameter `Buffer[T]` makes ppy borrow the argument's memory for
-    the call (array.array, numpy arrays, memoryview, bytearray, CPU torch
-    tensors); indexing reads and writes it in place.
+    Annotating a parameter `Buffer[T]` (one dimension) or `Buffer[T, n]` (n
+    dimensions, any strides) makes ppy borrow the argument's memory for the call
+    (array.array, numpy arrays, memoryview, bytearray, CPU torch tensors);
+    indexing, `a[i]` or `a[i, j]`, reads and writes it in place.
     """
 
-    def __class_getitem__(cls, element):
-        return _BufferAlias(element)
+    def __class_getitem__(cls, item):
+        if isinstance(item, tuple):
+            element, ndim = item
+            return _BufferAlias(element, ndim)
+        return _BufferAlias(item)
 
 
 def _element_type(name, doc):

@@ -225,7 +225,8 @@ struct BorrowedArray {
     EXPECT_NE(array, nullptr);
     PyObject_GetBuffer(array, &raw, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS);
     view.data = static_cast<char*>(raw.buf);
-    view.length = raw.len / raw.itemsize;
+    const int64_t shape[1] = {raw.len / raw.itemsize}, strides[1] = {1};
+    SetViewGeometry(&view, 1, shape, strides);
     view.readonly = raw.readonly;
     view.owner = array;
     view.exporter = readonly ? Exporter::kMemoryview : Exporter::kArray;

@@ -165,7 +165,8 @@ class Arguments {
     views_.push_back(std::make_unique<BufferView>());
     BufferView& view = *views_.back();
     view.data = static_cast<char*>(raw.buf);
-    view.length = raw.len / raw.itemsize;
+    const int64_t shape[1] = {raw.len / raw.itemsize}, strides[1] = {1};
+    SetViewGeometry(&view, 1, shape, strides);
     view.elem = elem;
     view.exporter = Exporter::kArray;
     view.readonly = raw.readonly;

@@ -244,7 +244,45 @@ TEST(Verifier, RejectsABufferMoveBetweenElementTypes) {
                          {{Op::MOVE_U, 1, 0}, {Op::LEN_U, 2, 1}, {Op::RET_I, 2}}, ValueType::kInt);
   EXPECT_EQ(Verify(*module), "ok");
   module->functions[0]->registers[1] = Buf(ElemType::kF64);
-  EXPECT_EQ(Verify(*module), "verify f: pc 0 (MOVE_U): copies buffer register 0 into register 1 of another element type");
+  EXPECT_EQ(Verify(*module), "verify f: pc 0 (MOVE_U): copies buffer register 0 into register 1 of another element type or dimensions");
+}
+
+RegisterType Buf2(ElemType elem) {
+  RegisterType type{Kind::kBuffer, elem};
+  type.ndim = 2;
+  return type;
+}
+Param BufferParam2(const char* name, ElemType elem) {
+  Param param = BufferParam(name, elem);
+  param.ndim = 2;
+  return param;
+}
+
+TEST(Verifier, ChecksAxesAndDimensionsOfNdBufferInstructions) {
+  // f(a: Buffer[f64, 2], i: int) -> float: return a[i, i]
+  auto module = Function({BufferParam2("a", ElemType::kF64), IntParam("i")}, {Buf2(ElemType::kF64), kI, kI, kI, kF},
+                         {},
+                         {{Op::INDEX_U, 2, 0, 0, 1},
+                          {Op::INDEX_U, 3, 0, 1, 1},
+                          {Op::ADD_I, 2, 2, 3},
+                          {Op::LOADN_F, 4, 0, 2},
+                          {Op::RET_F, 4}},
+                         ValueType::kFloat);
+  EXPECT_EQ(Verify(*module), "ok");
+  FunctionCode& fn = *module->functions[0];
+  fn.code[1].c = 2;  // a third axis of a 2-D buffer
+  EXPECT_EQ(Verify(*module), "verify f: pc 1 (INDEX_U): axis out of range for the buffer");
+  fn.code[1] = {Op::SHAPE_U, 3, 0, 2};
+  EXPECT_EQ(Verify(*module), "verify f: pc 1 (SHAPE_U): axis out of range for the buffer");
+  fn.code[1] = {Op::INDEX_U, 3, 0, 1, 1};
+  fn.code[3] = {Op::LOAD_F64, 4, 0, 2};  // one index into a 2-D buffer
+  EXPECT_EQ(Verify(*module), "verify f: pc 3 (LOAD_F64): indexes a multi-dimensional buffer with one index");
+  fn.code[3] = {Op::LOADN_F, 4, 0, 2};
+  fn.params[0].ndim = 1;  // the parameter says 1-D, its register 2-D
+  EXPECT_EQ(Verify(*module), "verify f: parameter a has the wrong register");
+  fn.params[0].ndim = kMaxDims + 1;
+  fn.registers[0].ndim = kMaxDims + 1;
+  EXPECT_EQ(Verify(*module), "verify f: parameter a has a bad number of dimensions");
 }
 
 TEST(Verifier, RejectsATypedCallPassingABufferOfAnotherElementType) {

@@ -1,0 +1,105 @@
+"""N-dimensional and strided buffers (Buffer[float, 2], a[i, j], a.shape[k],
+views of any strides): what ppy checks where Python does not, and which
+loops run in machine code. Results are compared with Python in
+tests/programs/95_buffers_2d.ppy .. 99_nd_locals_and_rows.ppy."""
+
+import re
+import textwrap
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+KERNELS = textwrap.dedent("""
+    import numpy as np
+    from ppy import Buffer
+
+    def jacobi(a: Buffer[float, 2], b: Buffer[float, 2]) -> None:
+        for i in range(1, a.shape[0] - 1):
+            for j in range(1, a.shape[1] - 1):
+                b[i, j] = 0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
+
+    def grid(n: int, m: int):
+        out: Buffer[float, 2] = np.empty((n, m))
+        for i in range(n):
+            for j in range(m):
+                out[i, j] = i * m + j
+        return out
+
+    def total(a: Buffer[float, 2]) -> float:
+        s = 0.0
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                s += a[i, j]
+        return s
+""")
+
+
+def _entries(stderr, name):
+    match = re.search(rf"kernels\.{name}\s+(\d+) calls\s+\S+ ms\s+(\d+) jit entries", stderr)
+    assert match, stderr
+    return int(match.group(1)), int(match.group(2))
+
+
+@pytest.mark.parametrize("jit", ["eager", "hot"])
+def test_the_stencil_and_the_allocate_fill_loops_run_in_machine_code(runner, tmp_path, jit):
+    (tmp_path / "kernels.ppy").write_text(KERNELS)
+    probe = textwrap.dedent("""
+        import numpy as np, ppy, kernels
+        a = kernels.grid(300, 400)
+        b = np.zeros_like(a)
+        kernels.jacobi(a, b)
+        print(a[299, 399], b[1, 1], b[298, 398], ppy.tier(kernels.jacobi), ppy.tier(kernels.grid))
+    """)
+    env = {"PPY_JIT": "eager"} if jit == "eager" else {}
+    result = runner.python("-c", probe, cwd=tmp_path, PPY_TRACE="1", **env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "119999.0 401.0 119598.0 jit jit\n", result.stderr
+    assert _entries(result.stderr, "jacobi")[1] >= 1
+    assert _entries(result.stderr, "grid")[1] >= 1
+
+
+def test_a_view_strided_in_its_innermost_axis_stays_on_the_interpreter(runner, tmp_path):
+    # Machine code addresses the innermost axis without a stride: a frame
+    # holding a transposed or column-sliced view runs on the interpreter,
+    # with the same results.
+    (tmp_path / "kernels.ppy").write_text(KERNELS)
+    probe = textwrap.dedent("""
+        import numpy as np, ppy, kernels
+        a = np.arange(20000.0).reshape(100, 200)
+        print(kernels.total(a.T) == a.sum(), kernels.total(a[:, ::2]) == a[:, ::2].sum())
+    """)
+    result = runner.python("-c", probe, cwd=tmp_path, PPY_TRACE="1", PPY_JIT="eager")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "True True\n", result.stderr
+    assert _entries(result.stderr, "total") == (2, 0)
+
+
+def test_an_nd_buffer_is_checked_as_its_annotation_says(runner, tmp_path):
+    (tmp_path / "kernels.ppy").write_text(KERNELS)
+    probe = textwrap.dedent("""
+        import array, numpy as np, ppy, kernels
+        for bad in (np.zeros(3), np.zeros((2, 2, 2)), np.zeros((2, 2), dtype=np.float32), [[1.0]],
+                    memoryview(np.zeros(4)).cast("B").cast("d", (2, 2))):
+            try:
+                print(kernels.total(bad))
+            except TypeError as error:
+                print(error)
+    """)
+    result = runner.python("-c", probe, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "total() argument 'a' must be a Buffer[float, 2] (format 'd'), got 1 dimension",
+        "total() argument 'a' must be a Buffer[float, 2] (format 'd'), got 3 dimensions",
+        "total() argument 'a' must be Buffer[float, 2] (format 'd'), got a buffer of format 'f' (itemsize 4)",
+        "total() argument 'a' must be Buffer[float, 2] (format 'd'), not list (it has no buffer interface)",
+        "0.0",
+    ]
+
+
+def test_a_buffer_annotation_with_dimensions_evaluates_in_plain_python():
+    import ppy
+
+    assert repr(ppy.Buffer[float, 2]) == "ppy.Buffer[float, 2]"
+    assert repr(ppy.Buffer[ppy.f32]) == "ppy.Buffer[f32]"
+    assert ppy.Buffer[float, 3].ndim == 3
