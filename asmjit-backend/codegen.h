@@ -176,6 +176,7 @@ class CodeGen {
       case Op::ADD_F: case Op::SUB_F: case Op::MUL_F: case Op::MOVE_F: case Op::MOVE_I: return false;
       case Op::DIV_F: return nonzero_checked_[pc];
       case Op::LOADX_F64: case Op::STOREX_F64: case Op::LOAD_F64: case Op::STORE_F64: return checked_[pc];
+      case Op::INDEX_U: return checked_[pc];  // a loop's guard checked it: a move or a multiply
       default: return true;
     }
   }
@@ -208,6 +209,14 @@ class CodeGen {
     bool store;
     int base_def = -1;  // for a base the loop recomputes (always alike): the pc that computes it
   };
+  struct AxisAccess {
+    int pc;
+    int buffer, axis;
+    int constant = -1;     // the index is counter + R[constant] (or - R[constant]), or the counter if -1
+    bool minus = false;
+    bool hoisted = false;  // the index does not change in the loop
+    int def = -1;          // for a hoisted index the loop computes (alike each time): the pc that does
+  };
   struct CountedLoop {
     int header = 0;
     int counter = 0;
@@ -222,6 +231,14 @@ class CodeGen {
     // the access indexes by the counter.
     std::map<std::tuple<int, int, int>, Int> based;
     std::map<int, Int> base_values;  // base_def pc -> the value it computes, evaluated at the guard
+    // INDEX_U instructions of N-d buffers the guard takes care of (see
+    // FindAxisIndexes): an index that is the counter plus a constant, whose
+    // range the guard checks, or one the loop never changes, whose whole
+    // result (checked and scaled) the guard computes.
+    std::vector<AxisAccess> axis_indexes;
+    std::map<int, Int> hoisted;  // INDEX_U pc -> its result, for an unchanging index
+    std::set<int> element_buffers;  // buffers of N-d accesses that use the loop's data pointer
+    std::set<int> writable;         // buffers of those the loop stores into
     Int left;    // iterations until the next Ctrl-C check or the loop's end (see ChunkStart)
     Label body;  // after the guard: where the back edge goes
   };
@@ -279,6 +296,7 @@ class CodeGen {
         access_base_[pc] = base;
         access_base_def_[pc] = base_def;
       }
+      FindAxisIndexes(loop, end);
       // Checks of values the loop never changes: made once, at its entry.
       for (int pc = loop.header; pc < end; ++pc) {
         const Instr& in = fn_.code[pc];
@@ -311,13 +329,89 @@ class CodeGen {
         }
       }
       for (int reg : loop.exact_doubles) converted_[reg] = Float();
-      bool guards = !loop.accesses.empty() || !loop.nonzero_floats.empty() || !loop.nonzero_ints.empty() ||
-                    !loop.exact_doubles.empty();
+      bool guards = !loop.accesses.empty() || !loop.axis_indexes.empty() || !loop.nonzero_floats.empty() ||
+                    !loop.nonzero_ints.empty() || !loop.exact_doubles.empty();
       if (guards) {
         counted_loops_[loop.header] = loop;
         loop_end_[loop.header] = end;
       }
     }
+  }
+
+  // INDEX_U in a counted loop, of a buffer the loop never reassigns (an N-d
+  // access a[i, j]). Two shapes are common in stencils and matrix loops:
+  //   - the index is the counter, or the counter plus or minus a constant
+  //     (a[i, j + 1] in the loop over j): the guard checks that the first and
+  //     the last iteration's index lie in [0, shape[axis]), so every one does;
+  //   - the index does not change in the loop (a[i - 1, j] in the loop over j):
+  //     the guard computes the instruction's whole result once.
+  // Either way the body's INDEX_U needs no check. An index the guard finds
+  // outside leaves for the interpreter, which raises at the exact iteration.
+  void FindAxisIndexes(CountedLoop& loop, int end) {
+    for (int pc = loop.header; pc < end; ++pc) {
+      const Instr& in = fn_.code[pc];
+      if (in.op != Op::INDEX_U || !checked_[pc] || WrittenIn(in.b, loop.header, end)) continue;
+      AxisAccess access{pc, in.b, in.c};
+      const int index = in.d;
+      if (!WrittenIn(index, loop.header, end)) {
+        access.hoisted = true;
+      } else if (index != loop.counter) {
+        access.def = InvariantDefinition(index, pc, loop.header, end);
+        if (access.def >= 0) {
+          access.hoisted = true;
+        } else if (!CounterPlusConstant(index, pc, loop, &access.constant, &access.minus)) {
+          continue;
+        }
+      }
+      loop.axis_indexes.push_back(access);
+      checked_[pc] = false;
+      if (access.def >= 0) {  // the loop's own computation of the index may be skipped
+        access_loop_[pc] = loop.header;
+        access_base_def_[pc] = access.def;
+      }
+    }
+    // The element accesses at offsets summed from checked INDEX_U results
+    // need no check (OffsetFromIndexes): they address from the loop's copy
+    // of the data pointer, and the guard checks once that the buffers the
+    // loop stores into are writable.
+    for (int pc = loop.header; pc < end; ++pc) {
+      const Instr& in = fn_.code[pc];
+      int buffer = -1, offset = -1;
+      switch (in.op) {
+        case Op::LOADN_F: case Op::LOADN_I: buffer = in.b; offset = in.c; break;
+        case Op::STOREN_F: case Op::STOREN_I: buffer = in.a; offset = in.b; break;
+        default: continue;
+      }
+      if (access_loop_.count(pc) || WrittenIn(buffer, loop.header, end) || !OffsetFromIndexes(buffer, offset, pc)) {
+        continue;
+      }
+      access_loop_[pc] = loop.header;
+      access_base_[pc] = -1;
+      loop.element_buffers.insert(buffer);
+      if (StoresInto(in) >= 0) {
+        loop.writable.insert(buffer);
+        writable_checked_.insert(pc);
+      }
+    }
+  }
+
+  // Whether R[index] at `use` was set in its block by counter + c, c + counter
+  // or counter - c, with c a constant register.
+  bool CounterPlusConstant(int index, int use, const CountedLoop& loop, int* constant, bool* minus) const {
+    for (int pc = use - 1; pc >= loop.header; --pc) {
+      if (targets_[pc + 1]) return false;
+      const Instr& in = fn_.code[pc];
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      if (!writes[index]) continue;
+      auto is_constant = [&](int reg) { return ConstantInRange(reg, -(int64_t{1} << 40), int64_t{1} << 40); };
+      if (in.op == Op::ADD_I && in.b == loop.counter && is_constant(in.c)) *constant = in.c;
+      else if (in.op == Op::ADD_I && in.c == loop.counter && is_constant(in.b)) *constant = in.b;
+      else if (in.op == Op::SUB_I && in.b == loop.counter && is_constant(in.c)) *constant = in.c, *minus = true;
+      else return false;
+      return in.a == index;
+    }
+    return false;
   }
 
   // `counter = k` with a constant k >= 0, then the loop's entry test, then the
@@ -462,6 +556,13 @@ class CodeGen {
       if (!local.isValid()) local = b_.NewInt();
       b_.Mov(local, data_[access.buffer]);
     }
+    for (const AxisAccess& access : loop.axis_indexes) EmitAxisIndexGuard(loop, access);
+    for (int buffer : loop.writable) RequireWritable(buffer);
+    for (int buffer : loop.element_buffers) {
+      Int& local = loop.data[buffer];
+      if (!local.isValid()) local = b_.NewInt();
+      b_.Mov(local, data_[buffer]);
+    }
     for (int reg : loop.nonzero_floats) b_.BranchFloat(FloatCond::kEq, F(reg), Zero(), Exit());
     for (int reg : loop.nonzero_ints) b_.BranchIntImm(IntCond::kEq, I(reg), 0, Exit());
     for (int reg : loop.exact_doubles) {
@@ -469,10 +570,57 @@ class CodeGen {
       if (!converted_[reg].isValid()) converted_[reg] = b_.NewFloat();
       b_.IntToFloat(converted_[reg], I(reg));
     }
-    if (!loop.accesses.empty()) {
+    if (!loop.accesses.empty() || !loop.axis_indexes.empty()) {
       if (!loop.left.isValid()) loop.left = b_.NewInt();
       ChunkStart(loop);
     }
+  }
+
+  // The guard's part for one INDEX_U of FindAxisIndexes.
+  void EmitAxisIndexGuard(CountedLoop& loop, const AxisAccess& access) {
+    const Instr& in = fn_.code[access.pc];
+    Int size = b_.NewInt();
+    b_.LoadInt(size, ints_[access.buffer], ViewField(offsetof(BufferView, shape), access.axis));
+    if (access.hoisted) {
+      Int index = I(in.d);
+      if (access.def >= 0) {  // what the loop's computation will give
+        const Instr& def = fn_.code[access.def];
+        index = b_.NewInt();
+        if (def.op == Op::ADD_I) b_.AddChecked(index, I(def.b), I(def.c), Exit());
+        if (def.op == Op::SUB_I) b_.SubChecked(index, I(def.b), I(def.c), Exit());
+        if (def.op == Op::MUL_I) b_.MulChecked(index, I(def.b), I(def.c), Exit());
+      }
+      Int& value = loop.hoisted[access.pc];
+      if (!value.isValid()) value = b_.NewInt();
+      ScaleByStride(value, access.buffer, access.axis, AxisIndex(size, index));
+      return;
+    }
+    // The counter's range now, [counter, limit), moved by the constant.
+    Int first = b_.NewInt(), last = b_.NewInt();
+    if (access.constant < 0) {
+      b_.Mov(first, I(loop.counter));
+      b_.Mov(last, I(loop.limit));
+    } else if (access.minus) {
+      b_.SubChecked(first, I(loop.counter), I(access.constant), Exit());
+      b_.SubChecked(last, I(loop.limit), I(access.constant), Exit());
+    } else {
+      b_.AddChecked(first, I(loop.counter), I(access.constant), Exit());
+      b_.AddChecked(last, I(loop.limit), I(access.constant), Exit());
+    }
+    b_.BranchIntImm(IntCond::kLt, first, 0, Exit());
+    b_.BranchInt(IntCond::kGt, last, size, Exit());
+  }
+
+  // dst := index * strides[axis] of the view in `buffer`; the innermost axis
+  // steps by one element in every frame machine code runs (see INDEX_U).
+  void ScaleByStride(const Int& dst, int buffer, int axis, const Int& index) {
+    if (axis == fn_.registers[buffer].ndim - 1) {
+      b_.Mov(dst, index);
+      return;
+    }
+    Int stride = b_.NewInt();
+    b_.LoadInt(stride, ints_[buffer], ViewField(offsetof(BufferView, strides), axis));
+    b_.MulChecked(dst, index, stride, Exit());  // within the view: never overflows
   }
 
   // A loop with hoisted accesses runs in chunks: `left` counts down the
@@ -751,6 +899,15 @@ class CodeGen {
       b_.Jump(exit);
     });
     return normalized;
+  }
+
+  // The guard-computed result of a hoisted INDEX_U at pc, or null.
+  const Int* HoistedIndex(int pc) {
+    for (auto& [header, loop] : counted_loops_) {
+      auto found = loop.hoisted.find(pc);
+      if (found != loop.hoisted.end()) return &found->second;
+    }
+    return nullptr;
   }
 
   static int32_t ViewField(size_t field, int axis) { return static_cast<int32_t>(field + sizeof(int64_t) * axis); }
@@ -1302,28 +1459,29 @@ class CodeGen {
       // INDEX_U on that axis is the checked index itself.
       case Op::SHAPE_U: b_.LoadInt(I(a), ints_[bb], ViewField(offsetof(BufferView, shape), c)); break;
       case Op::INDEX_U: {
+        if (const Int* hoisted = HoistedIndex(pc_)) {  // computed by the loop's guard
+          b_.Mov(I(a), *hoisted);
+          break;
+        }
+        if (!checked_[pc_]) {  // the loop's guard checked its range
+          ScaleByStride(I(a), bb, c, I(d));
+          break;
+        }
         Int size = b_.NewInt();
         b_.LoadInt(size, ints_[bb], ViewField(offsetof(BufferView, shape), c));
-        Int index = AxisIndex(size, I(d));
-        if (c == fn_.registers[bb].ndim - 1) {
-          b_.Mov(I(a), index);
-        } else {
-          Int stride = b_.NewInt();
-          b_.LoadInt(stride, ints_[bb], ViewField(offsetof(BufferView, strides), c));
-          b_.MulChecked(I(a), index, stride, Exit());  // within the view: never overflows
-        }
+        ScaleByStride(I(a), bb, c, AxisIndex(size, I(d)));
         break;
       }
       case Op::LOADN_F:
       case Op::LOADN_I: CheckOffset(bb, c); LoadElementTo(a, bb, I(c)); break;
       case Op::STOREN_F:
         CheckOffset(a, bb);
-        RequireWritable(a);
+        if (!writable_checked_.count(pc_)) RequireWritable(a);
         StoreFloatElement(a, I(bb), F(c));
         break;
       case Op::STOREN_I:
         CheckOffset(a, bb);
-        RequireWritable(a);
+        if (!writable_checked_.count(pc_)) RequireWritable(a);
         StoreIntElement(a, I(bb), I(c));
         break;
       case Op::ADDTO_F64: {
@@ -1443,6 +1601,7 @@ class CodeGen {
   std::map<int, int> access_base_;           // hoisted access pc -> its base register, or -1
   std::map<int, int> access_base_def_;       // hoisted access pc -> Access::base_def
   std::vector<bool> unneeded_;               // per pc: a base computation the loop can skip
+  std::set<int> writable_checked_;           // N-d store pcs whose loop's guard checked writability
   Int entry_pc_, ticks_;
   int regs_slot_ = 0, result_slot_ = 0, context_slot_ = 0;
   int pc_ = 0;
