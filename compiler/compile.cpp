@@ -71,6 +71,29 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
     lowered = std::move(check.functions);
   }
 
+  // Element-generic functions: the check above typed a bare `Buffer` as f64;
+  // the module is checked again for each other element type, and each generic
+  // function that compiled as f64 is lowered for it too (one that does not
+  // check for an element type, say an int buffer given float stores, simply
+  // has no specialization for it: calls with such buffers run as Python).
+  std::map<int, std::vector<std::pair<int, std::unique_ptr<FunctionCode>>>> specialized;
+  bool any_generic = false;
+  for (const FunctionInfo& fn : info->functions) any_generic |= fn.compiled && fn.generic_param >= 0;
+  for (int e = 1; any_generic && e < kElemTypeCount; ++e) {
+    const ElemType elem = static_cast<ElemType>(e);
+    if (elem == ElemType::kF64) continue;
+    std::unique_ptr<ModuleInfo> variant = CheckModule(*syntax, forced_fallbacks, elem);
+    for (size_t i = 0; i < variant->functions.size(); ++i) {
+      FunctionInfo& fn = variant->functions[i];
+      if (fn.generic_param < 0 || !fn.compiled || !info->functions[i].compiled) continue;
+      absl::StatusOr<std::unique_ptr<FunctionCode>> code = LowerFunction(*variant, fn);
+      if (!code.ok()) continue;
+      (*code)->qualname = absl::StrCat(fn.name, "[", InfoOf(elem).name, "]");
+      specialized[static_cast<int>(i)].emplace_back(e, std::move(*code));
+    }
+  }
+  // The AST now carries the last check's annotations; nothing below reads them.
+
   result.diagnostics = info->diagnostics;
   size_t next = 0;
   for (FunctionInfo& fn : info->functions) {
@@ -98,6 +121,7 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
     if (fn.compiled) {
       report.code_index = static_cast<int>(next);
       result.code->functions.push_back(std::move(lowered[next++]));
+      report.generic_param = fn.generic_param;
     } else {
       report.reason = fn.fallback_reason;
       report.reason_loc = fn.fallback_loc;
@@ -108,6 +132,18 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
       }
     }
     result.functions.push_back(std::move(report));
+  }
+  // Specializations follow the module's own functions in the code.
+  for (auto& [index, variants] : specialized) {
+    for (auto& [elem, code] : variants) {
+      // Verified like the others, against the module's functions it may call.
+      result.code->functions.push_back(std::move(code));
+      if (!VerifyFunction(*result.code, *result.code->functions.back()).ok()) {
+        result.code->functions.pop_back();
+        continue;
+      }
+      result.functions[index].specializations.emplace_back(elem, static_cast<int>(result.code->functions.size()) - 1);
+    }
   }
   return result;
 }

@@ -33,6 +33,11 @@ struct FunctionReport {
   int region_ops = 0;
   std::string region_reason;
   Loc region_reason_loc;
+  // An element-generic function (a parameter annotated `Buffer` alone): that
+  // parameter's position, and the other element types' specializations as
+  // (ElemType, index in ModuleCode::functions); code_index is the f64 one.
+  int generic_param = -1;
+  std::vector<std::pair<int, int>> specializations;
 };
 
 struct CompileResult {

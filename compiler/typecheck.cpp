@@ -91,6 +91,17 @@ bool IsTorchTensor(const Expr& expr, const ModuleInfo& module) {
 
 }  // namespace
 
+int GenericParamOf(const FunctionDef& def, const ModuleInfo& module) {
+  for (size_t i = 0; i < def.params.size(); ++i) {
+    const Expr* annotation = def.params[i].annotation.get();
+    if (annotation != nullptr && (annotation->kind == ExprKind::kName || annotation->kind == ExprKind::kAttribute) &&
+        PpyNameOf(*annotation, module) == "Buffer") {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
 Type TypeOfAnnotation(const Expr& annotation, const ModuleInfo& module, std::string* error) {
   switch (annotation.kind) {
     case ExprKind::kNone: return Type::None();
@@ -101,10 +112,7 @@ Type TypeOfAnnotation(const Expr& annotation, const ModuleInfo& module, std::str
       if (name == "bool") return Type::Bool();
       if (name == "None") return Type::None();
       std::string ppy_name = PpyNameOf(annotation, module);
-      if (ppy_name == "Buffer") {
-        *error = "Buffer needs an element type: Buffer[float], Buffer[int] or Buffer[f32], ...";
-        return Type::Unknown();
-      }
+      if (ppy_name == "Buffer") return Type::Buffer(module.generic_elem);  // element-generic
       if (!ppy_name.empty()) {
         *error = absl::StrCat("'", ppy_name, "' is an element type, not a value type: write Buffer[", ppy_name, "]");
         return Type::Unknown();
@@ -113,10 +121,7 @@ Type TypeOfAnnotation(const Expr& annotation, const ModuleInfo& module, std::str
     }
     case ExprKind::kAttribute:
       if (IsTorchTensor(annotation, module)) return Type::Object("torch.Tensor");
-      if (PpyNameOf(annotation, module) == "Buffer") {
-        *error = "Buffer needs an element type: Buffer[float], Buffer[int] or Buffer[f32], ...";
-        return Type::Unknown();
-      }
+      if (PpyNameOf(annotation, module) == "Buffer") return Type::Buffer(module.generic_elem);  // element-generic
       return Type::Object(InternedClassName(annotation.text));
     case ExprKind::kSubscript: {
       const Expr& base = *annotation.children[0];
@@ -262,8 +267,10 @@ class FunctionChecker {
 
 class ModuleChecker {
  public:
-  ModuleChecker(ModuleSyntax& syntax, const std::map<int, std::string>& forced_fallbacks)
-      : syntax_(syntax), info_(std::make_unique<ModuleInfo>()), forced_fallbacks_(forced_fallbacks) {}
+  ModuleChecker(ModuleSyntax& syntax, const std::map<int, std::string>& forced_fallbacks, ElemType generic_elem)
+      : syntax_(syntax), info_(std::make_unique<ModuleInfo>()), forced_fallbacks_(forced_fallbacks) {
+    info_->generic_elem = generic_elem;
+  }
 
   std::unique_ptr<ModuleInfo> Run() {
     ScanGlobals();
@@ -305,7 +312,10 @@ class ModuleChecker {
   bool DirectlyCallable(int index) const {
     const FunctionInfo& fn = info_->functions[index];
     bool compiles = state_[index] == 2 ? fn.compiled : fn.passes_scan;
-    return compiles && !fn.other_decorators && !fn.rebound && !not_direct_.count(index);
+    // An element-generic function is called through its Python-visible
+    // object, which picks the specialization for the argument's element type.
+    return compiles && !fn.other_decorators && !fn.rebound && !not_direct_.count(index) &&
+           GenericParamOf(*fn.def, *info_) < 0;
   }
 
  private:
@@ -632,6 +642,7 @@ bool FunctionChecker::FindUnsupported() {
 }
 
 void FunctionChecker::DeclareParams() {
+  fn_.generic_param = GenericParamOf(*fn_.def, info_);
   for (const ParamSyntax& param : fn_.def->params) {
     LocalVariable local;
     local.name = param.name;
@@ -707,6 +718,12 @@ void FunctionChecker::CollectLocals(const std::vector<StmtPtr>& body) {
           DeclareLocal(target.text, stmt->loc);
           std::string error;
           Type type = TypeOfAnnotation(*stmt->annotation, info_, &error);
+          const Expr& annotation = *stmt->annotation;
+          if (type.is_buffer() && fn_.generic_param < 0 &&
+              (annotation.kind == ExprKind::kName || annotation.kind == ExprKind::kAttribute)) {
+            error = "Buffer alone is the element type of an element-generic function's Buffer parameter, "
+                    "and this function has none: write Buffer[float], Buffer[f32], ...";
+          }
           if (!error.empty()) {
             Error(stmt->annotation->loc, error);
             break;
@@ -1888,8 +1905,9 @@ Type FunctionChecker::CheckCompare(Expr& expr) {
 
 }  // namespace
 
-std::unique_ptr<ModuleInfo> CheckModule(ModuleSyntax& module, const std::map<int, std::string>& forced_fallbacks) {
-  return ModuleChecker(module, forced_fallbacks).Run();
+std::unique_ptr<ModuleInfo> CheckModule(ModuleSyntax& module, const std::map<int, std::string>& forced_fallbacks,
+                                        ElemType generic_elem) {
+  return ModuleChecker(module, forced_fallbacks, generic_elem).Run();
 }
 
 }  // namespace ppy

@@ -101,6 +101,10 @@ struct FunctionInfo {
 
   int code_index = -1;  // index in the ModuleCode, when compiled
 
+  // An element-generic function: its first parameter annotated `Buffer`
+  // alone (see ModuleInfo::generic_elem), or -1.
+  int generic_param = -1;
+
   bool passes_scan = false;        // uses no construct that forces a fallback
   std::set<int> direct_callees;    // functions it calls directly (typed calls)
 };
@@ -110,16 +114,24 @@ struct ModuleInfo {
   std::vector<FunctionInfo> functions;
   std::vector<Diagnostic> diagnostics;  // errors and warnings, in source order
   bool imports_torch = false;
+  // What a bare `Buffer` annotation means in this check: the element type of
+  // an element-generic function's specialization. The module is checked once
+  // per element type; generic functions are lowered each time (compile.cpp).
+  ElemType generic_elem = ElemType::kF64;
 };
 
 // Checks every top-level function of `module`, annotating the tree. Functions
 // in `forced_fallbacks` (by index among the module's functions) run as Python
 // for the reason given, as if they used an unsupported construct.
 std::unique_ptr<ModuleInfo> CheckModule(ModuleSyntax& module,
-                                        const std::map<int, std::string>& forced_fallbacks = {});
+                                        const std::map<int, std::string>& forced_fallbacks = {},
+                                        ElemType generic_elem = ElemType::kF64);
 
 // Parses an annotation. Returns an unknown type (and sets `error`) for one that
 // names no type ppy knows how to hold.
 Type TypeOfAnnotation(const Expr& annotation, const ModuleInfo& module, std::string* error);
+// The index of a def's first parameter annotated `Buffer` alone (which makes
+// the function element-generic), or -1.
+int GenericParamOf(const FunctionDef& def, const ModuleInfo& module);
 
 }  // namespace ppy

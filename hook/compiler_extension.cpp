@@ -69,6 +69,27 @@ PyObject* Compile(PyObject*, PyObject* args) {
     }
     PyDict_SetItemString(item, "dynamic", dynamic);
     Py_DECREF(dynamic);
+    // An element-generic function: its generic parameter and (element type, index) per specialization.
+    PyObject* specializations = PyTuple_New(static_cast<Py_ssize_t>(report.specializations.size()));
+    for (size_t k = 0; k < report.specializations.size(); ++k) {
+      PyTuple_SET_ITEM(specializations, static_cast<Py_ssize_t>(k),
+                       Py_BuildValue("(ii)", report.specializations[k].first, report.specializations[k].second));
+    }
+    // ... and the element types' names, f64 (code_index) first, for `ppy check -v`.
+    PyObject* generic_types = PyList_New(0);
+    if (report.generic_param >= 0) {
+      std::vector<int> elems = {static_cast<int>(ElemType::kF64)};
+      for (const auto& [elem, index] : report.specializations) elems.push_back(elem);
+      for (int elem : elems) {
+        PyObject* name = PyUnicode_FromString(InfoOf(static_cast<ElemType>(elem)).name);
+        PyList_Append(generic_types, name);
+        Py_DECREF(name);
+      }
+    }
+    PyObject* generic = Py_BuildValue("{s:i,s:N,s:N}", "generic_param", report.generic_param, "specializations",
+                                      specializations, "generic_types", generic_types);
+    PyDict_Update(item, generic);
+    Py_DECREF(generic);
     PyList_Append(functions, item);
     Py_DECREF(item);
   }

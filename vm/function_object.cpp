@@ -66,8 +66,33 @@ PyObject* CallPython(FunctionObject* self, PyObject* const* args, size_t nargsf,
   return PyObject_Vectorcall(self->head.python, args, nargsf, kwnames);
 }
 
+// The argument an element-generic function's generic parameter receives
+// (positional or by keyword), or null.
+PyObject* GenericArgument(FunctionObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  const Py_ssize_t position = self->generic_param;
+  if (position < PyVectorcall_NARGS(nargsf)) return args[position];
+  const std::string& name = self->code->params[position].name;
+  const Py_ssize_t keywords = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < keywords; ++k) {
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), name.c_str()) == 0) {
+      return args[PyVectorcall_NARGS(nargsf) + k];
+    }
+  }
+  return nullptr;
+}
+
 PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<FunctionObject*>(callable);
+  if (self->specializations != nullptr) {
+    // Element-generic: the specialization for the argument's element type.
+    PyObject* argument = GenericArgument(self, args, nargsf, kwnames);
+    const ElemType elem = argument ? ElemTypeOfObject(argument) : ElemType::kNone;
+    if (elem != ElemType::kNone && elem != self->code->params[self->generic_param].elem) {
+      PyObject* target = PyTuple_GET_ITEM(self->specializations, static_cast<Py_ssize_t>(elem));
+      if (target == Py_None) return CallPython(self, args, nargsf, kwnames);
+      return FunctionVectorcall(target, args, nargsf, kwnames);
+    }
+  }
   const FunctionCode& fn = *self->code;
   const int num_params = fn.num_params();
   PyObject* bound_storage[16];
@@ -116,12 +141,14 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
 int FunctionTraverse(PyObject* op, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<FunctionObject*>(op);
   Py_VISIT(self->owner);
+  Py_VISIT(self->specializations);
   return TraverseFunctionLike(&self->head, visit, arg);
 }
 
 int FunctionClear(PyObject* op) {
   auto* self = reinterpret_cast<FunctionObject*>(op);
   Py_CLEAR(self->owner);
+  Py_CLEAR(self->specializations);
   ClearFunctionLike(&self->head);
   return 0;
 }
@@ -130,6 +157,7 @@ void FunctionDealloc(PyObject* op) {
   auto* self = reinterpret_cast<FunctionObject*>(op);
   PyObject_GC_UnTrack(op);
   Py_CLEAR(self->owner);
+  Py_CLEAR(self->specializations);
   DeallocFunctionLike(&self->head);
 }
 
@@ -183,6 +211,9 @@ struct BinderObject {
   CompiledModuleObject* module;
   Py_ssize_t index;
   bool region;  // region(index) rather than binder(index)
+  // binder(index, generic_param, ((elem, index), ...)) of an element-generic def.
+  int generic_param;
+  PyObject* specializations;  // that tuple, or null
 };
 
 // The cache entry's section of ATen regions (regions/region_code.h).
@@ -204,6 +235,8 @@ PyObject* NewFunction(CompiledModuleObject* module, Py_ssize_t index, PyObject* 
   if (fn == nullptr) return nullptr;
   fn->owner = reinterpret_cast<CompiledModuleObject*>(Py_NewRef(module));
   fn->code = &code;
+  fn->generic_param = -1;
+  fn->specializations = nullptr;
   bool ready = InitFunctionLike(&fn->head, FunctionVectorcall, python);
   PyObject_GC_Track(fn);
   if (!ready) {
@@ -213,11 +246,53 @@ PyObject* NewFunction(CompiledModuleObject* module, Py_ssize_t index, PyObject* 
   return reinterpret_cast<PyObject*>(fn);
 }
 
+// The f64 Function of an element-generic def, holding one Function per other
+// element type it was specialized for (see FunctionObject::specializations).
+PyObject* NewGenericFunction(BinderObject* binder, PyObject* python) {
+  auto* main = reinterpret_cast<FunctionObject*>(NewFunction(binder->module, binder->index, python));
+  if (main == nullptr) return nullptr;
+  const auto& functions = binder->module->code->functions;
+  if (binder->generic_param < 0 || binder->generic_param >= main->code->num_params() ||
+      main->code->params[binder->generic_param].type != ValueType::kBuffer) {
+    Py_DECREF(main);
+    PyErr_SetString(PyExc_ValueError, "ppy: bad generic parameter");
+    return nullptr;
+  }
+  main->generic_param = binder->generic_param;
+  main->specializations = PyTuple_New(kElemTypeCount);
+  if (main->specializations == nullptr) {
+    Py_DECREF(main);
+    return nullptr;
+  }
+  for (Py_ssize_t e = 0; e < kElemTypeCount; ++e) PyTuple_SET_ITEM(main->specializations, e, Py_NewRef(Py_None));
+  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(binder->specializations); ++k) {
+    int elem = 0;
+    Py_ssize_t index = 0;
+    PyObject* entry = PyTuple_GET_ITEM(binder->specializations, k);
+    if (!PyArg_ParseTuple(entry, "in", &elem, &index) || elem <= 0 || elem >= kElemTypeCount || index < 0 ||
+        index >= static_cast<Py_ssize_t>(functions.size()) ||
+        functions[index]->num_params() != main->code->num_params() ||
+        functions[index]->params[binder->generic_param].elem != static_cast<ElemType>(elem)) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "ppy: bad specialization");
+      Py_DECREF(main);
+      return nullptr;
+    }
+    PyObject* specialized = NewFunction(binder->module, index, python);
+    if (specialized == nullptr) {
+      Py_DECREF(main);
+      return nullptr;
+    }
+    Py_SETREF(PyTuple_GET_ITEM(main->specializations, elem), specialized);
+  }
+  return reinterpret_cast<PyObject*>(main);
+}
+
 PyObject* BinderCall(PyObject* op, PyObject* args, PyObject* kwargs) {
   auto* self = reinterpret_cast<BinderObject*>(op);
   PyObject* python;
   if (!PyArg_ParseTuple(args, "O:binder", &python)) return nullptr;
-  if (!self->region) return NewFunction(self->module, self->index, python);
+  if (!self->region && self->specializations == nullptr) return NewFunction(self->module, self->index, python);
+  if (!self->region) return NewGenericFunction(self, python);
   PyObject* section = self->module->extras ? PyDict_GetItemString(self->module->extras, kRegionSection) : nullptr;
   PyObject* function = regions::NewRegionFunction(section, self->index, python);
   if (function != nullptr && PyList_Append(self->module->regions, function) < 0) Py_CLEAR(function);
@@ -226,12 +301,14 @@ PyObject* BinderCall(PyObject* op, PyObject* args, PyObject* kwargs) {
 
 int BinderTraverse(PyObject* op, visitproc visit, void* arg) {
   Py_VISIT(reinterpret_cast<BinderObject*>(op)->module);
+  Py_VISIT(reinterpret_cast<BinderObject*>(op)->specializations);
   return 0;
 }
 
 void BinderDealloc(PyObject* op) {
   PyObject_GC_UnTrack(op);
   Py_CLEAR(reinterpret_cast<BinderObject*>(op)->module);
+  Py_CLEAR(reinterpret_cast<BinderObject*>(op)->specializations);
   PyObject_GC_Del(op);
 }
 
@@ -264,7 +341,8 @@ void ModuleDealloc(PyObject* op) {
   PyObject_GC_Del(op);
 }
 
-PyObject* NewBinder(PyObject* op, PyObject* arg, bool region) {
+PyObject* NewBinder(PyObject* op, PyObject* arg, bool region, int generic_param = -1,
+                    PyObject* specializations = nullptr) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   Py_ssize_t index = PyLong_AsSsize_t(arg);
   if (index == -1 && PyErr_Occurred()) return nullptr;
@@ -277,12 +355,24 @@ PyObject* NewBinder(PyObject* op, PyObject* arg, bool region) {
   binder->module = reinterpret_cast<CompiledModuleObject*>(Py_NewRef(op));
   binder->index = index;
   binder->region = region;
+  binder->generic_param = generic_param;
+  binder->specializations = Py_XNewRef(specializations);
   PyObject_GC_Track(binder);
   return reinterpret_cast<PyObject*>(binder);
 }
 
-// binder(index) -> the decorator that makes a compiled def's function.
-PyObject* ModuleBinder(PyObject* op, PyObject* arg) { return NewBinder(op, arg, false); }
+// binder(index[, generic_param, ((elem, index), ...)]) -> the decorator that
+// makes a compiled def's function (an element-generic one with its
+// specializations).
+PyObject* ModuleBinder(PyObject* op, PyObject* args) {
+  PyObject* index;
+  int generic_param = -1;
+  PyObject* specializations = nullptr;
+  if (!PyArg_ParseTuple(args, "O|iO!:binder", &index, &generic_param, &PyTuple_Type, &specializations)) {
+    return nullptr;
+  }
+  return NewBinder(op, index, false, generic_param, specializations);
+}
 
 // region(index) -> the decorator that makes a region's def a RegionFunction.
 PyObject* ModuleRegion(PyObject* op, PyObject* arg) { return NewBinder(op, arg, true); }
@@ -362,7 +452,7 @@ PyObject* ModuleStats(PyObject* op, PyObject*) {
   PyObject* stats = PyList_New(0);
   if (stats == nullptr) return nullptr;
   for (const auto& fn : self->code->functions) {
-    PyObject* item = Py_BuildValue("(sKdK)", fn->name.c_str(), static_cast<unsigned long long>(fn->calls),
+    PyObject* item = Py_BuildValue("(sKdK)", fn->qualname.c_str(), static_cast<unsigned long long>(fn->calls),
                                    fn->nanoseconds / 1e9, static_cast<unsigned long long>(fn->jit_entries));
     if (item == nullptr || PyList_Append(stats, item) < 0) {
       Py_XDECREF(item);
@@ -404,7 +494,8 @@ PyObject* ModuleAttach(PyObject* op, PyObject* globals) {
 
 PyMethodDef kModuleMethods[] = {
     {"attach", ModuleAttach, METH_O, "attach(globals): run the functions in this module namespace"},
-    {"binder", ModuleBinder, METH_O, "binder(index) -> the decorator that makes a compiled def's function"},
+    {"binder", ModuleBinder, METH_VARARGS,
+     "binder(index[, generic_param, specializations]) -> the decorator that makes a compiled def's function"},
     {"region", ModuleRegion, METH_O, "region(index) -> the decorator that makes a region's def a RegionFunction"},
     {"region_stats", ModuleRegionStats, METH_NOARGS, "region_stats() -> [(name, calls, ops, python calls)]"},
     {"region_dis", ModuleRegionDis, METH_O, "region_dis(index) -> the op sequence of a region"},

@@ -27,6 +27,13 @@ struct FunctionObject {
   FunctionLike head;
   CompiledModuleObject* owner;  // keeps `code` alive
   const FunctionCode* code;
+  // An element-generic function (one parameter annotated `Buffer` alone):
+  // that parameter's position, and a tuple of kElemTypeCount entries, the
+  // Function specialized for each element type or None. A call whose
+  // argument there holds another element type than `code`'s goes to that
+  // specialization, or, with none, to the Python function.
+  int generic_param;
+  PyObject* specializations;
 };
 
 extern PyTypeObject CompiledModuleType;

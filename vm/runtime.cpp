@@ -474,6 +474,30 @@ const char* RoleOf(const Param& param) { return param.is_local ? "local" : "argu
 
 }  // namespace
 
+namespace {
+bool TorchElemType(PyObject* obj, ElemType* elem);
+}  // namespace
+
+ElemType ElemTypeOfObject(PyObject* obj) {
+  if (!PyObject_CheckBuffer(obj)) {
+    const char* type_name = Py_TYPE(obj)->tp_name;
+    ElemType elem = ElemType::kNone;
+    if ((std::strcmp(type_name, "Tensor") == 0 || std::strcmp(type_name, "Parameter") == 0) &&
+        !TorchElemType(obj, &elem)) {
+      PyErr_Clear();
+    }
+    return elem;
+  }
+  Py_buffer raw;
+  if (PyObject_GetBuffer(obj, &raw, PyBUF_FORMAT | PyBUF_STRIDES) < 0) {
+    PyErr_Clear();
+    return ElemType::kNone;
+  }
+  ElemType elem = ElemTypeOfFormat(raw.format, raw.itemsize);
+  PyBuffer_Release(&raw);
+  return elem;
+}
+
 bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py_buffer* raw, BufferView* view) {
   raw->obj = nullptr;
   if (!PyObject_CheckBuffer(obj)) {
@@ -551,6 +575,31 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
 
 namespace {
 
+// A tensor's dtype as an element type (kNone for float16 and the others ppy
+// does not read); false with the exception set if it cannot be read.
+bool TorchElemType(PyObject* obj, ElemType* elem) {
+  PyObject* dtype = PyObject_GetAttrString(obj, "dtype");
+  if (dtype == nullptr) return false;
+  PyObject* dtype_name = PyObject_Str(dtype);
+  Py_DECREF(dtype);
+  if (dtype_name == nullptr) return false;
+  const char* name = PyUnicode_AsUTF8(dtype_name);
+  static const struct {
+    const char* torch_name;
+    ElemType elem;
+  } kTorchTypes[] = {{"torch.float64", ElemType::kF64}, {"torch.float32", ElemType::kF32},
+                     {"torch.int64", ElemType::kI64},   {"torch.int32", ElemType::kI32},
+                     {"torch.int16", ElemType::kI16},   {"torch.int8", ElemType::kI8},
+                     {"torch.uint8", ElemType::kU8},    {"torch.uint16", ElemType::kU16},
+                     {"torch.uint32", ElemType::kU32},  {"torch.uint64", ElemType::kU64}};
+  *elem = ElemType::kNone;
+  for (const auto& entry : kTorchTypes) {
+    if (name != nullptr && std::strcmp(name, entry.torch_name) == 0) *elem = entry.elem;
+  }
+  Py_DECREF(dtype_name);
+  return true;
+}
+
 bool TorchGradEnabled() {
   PyObject* torch = PyImport_ImportModule("torch");
   PyObject* enabled = torch ? PyObject_CallMethod(torch, "is_grad_enabled", nullptr) : nullptr;
@@ -626,25 +675,8 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   if (PyErr_Occurred()) return false;
   strides[ndim - 1] = 1;  // contiguous (checked above)
   for (long axis = ndim - 2; axis >= 0; --axis) strides[axis] = strides[axis + 1] * shape[axis + 1];
-  PyObject* dtype = PyObject_GetAttrString(obj, "dtype");
-  if (dtype == nullptr) return false;
-  PyObject* dtype_name = PyObject_Str(dtype);
-  Py_DECREF(dtype);
-  if (dtype_name == nullptr) return false;
-  const char* name = PyUnicode_AsUTF8(dtype_name);
-  static const struct {
-    const char* torch_name;
-    ElemType elem;
-  } kTorchTypes[] = {{"torch.float64", ElemType::kF64}, {"torch.float32", ElemType::kF32},
-                     {"torch.int64", ElemType::kI64},   {"torch.int32", ElemType::kI32},
-                     {"torch.int16", ElemType::kI16},   {"torch.int8", ElemType::kI8},
-                     {"torch.uint8", ElemType::kU8},    {"torch.uint16", ElemType::kU16},
-                     {"torch.uint32", ElemType::kU32},  {"torch.uint64", ElemType::kU64}};
   ElemType elem = ElemType::kNone;
-  for (const auto& entry : kTorchTypes) {
-    if (name != nullptr && std::strcmp(name, entry.torch_name) == 0) elem = entry.elem;
-  }
-  Py_DECREF(dtype_name);
+  if (!TorchElemType(obj, &elem)) return false;
   if (elem != param.elem) return fail("has the wrong dtype");
   PyObject* pointer = PyObject_CallMethod(obj, "data_ptr", nullptr);
   if (pointer == nullptr) return false;

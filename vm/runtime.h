@@ -293,6 +293,10 @@ inline bool NormalizeAxisIndex(const BufferView& view, int axis, int64_t* index)
   return true;
 }
 
+// The element type an object's buffer (or torch tensor) holds, kNone if it
+// has none ppy reads; never raises.
+ElemType ElemTypeOfObject(PyObject* obj);
+
 // Sets a view's shape, strides, length and offset bounds (see BufferView).
 void SetViewGeometry(BufferView* view, int ndim, const int64_t* shape, const int64_t* strides);
 

@@ -38,11 +38,16 @@ def rewrite(tree, functions):
         node = tree.body[function["statement"]]
         module = ast.Name("__ppy_module__", ast.Load())
         attribute = ast.Attribute(value=module, attr=method, ctx=ast.Load())
-        argument = ast.Constant(index)
-        binder = ast.Call(func=attribute, args=[argument], keywords=[])
+        arguments = [ast.Constant(index)]
+        if method == "binder" and function.get("specializations"):
+            # An element-generic def: its generic parameter and the
+            # (element type, index) of each other element type's code.
+            arguments += [ast.Constant(function["generic_param"]),
+                          ast.Constant(tuple(tuple(pair) for pair in function["specializations"]))]
+        binder = ast.Call(func=attribute, args=arguments, keywords=[])
         # Each new node at the def's location; not ast.fix_missing_locations,
         # whose recursion fails on expressions CPython compiles (thousands deep).
-        for new in (module, attribute, argument, binder):
+        for new in (module, attribute, *arguments, binder):
             ast.copy_location(new, node)
         node.decorator_list.append(binder)
     return tree

@@ -113,6 +113,9 @@ def _tier_text(function, path):
         text += f"; not a region: {function['region_reason']} at {at(function['region_reason_loc'])}"
     if function.get("dynamic"):
         text += f"; dynamic locals: {', '.join(function['dynamic'])}"
+    if function.get("generic_types") and function["compiled"]:
+        # An element-generic def: every element type it compiled for.
+        text += f"; element-generic: {' '.join(function['generic_types'])} (other element types run as Python)"
     return text
 
 
