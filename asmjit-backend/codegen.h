@@ -139,7 +139,44 @@ class CodeGen {
         }
       }
     }
+    FindFoldedChains();
     FindUnneededBaseDefinitions();
+  }
+
+  // The instructions that compute a folded access's offset (and its last
+  // index, counter + 1) need not run in the loop when nothing else reads
+  // their results: the access addresses from its row pointer and the
+  // counter, and no side exit hands them to the interpreter while they are
+  // live. Decided from the last instruction back, so that a computation whose
+  // only readers are themselves skipped is skipped too.
+  void FindFoldedChains() {
+    unneeded_.assign(fn_.code.size(), false);
+    std::set<int> candidates;
+    for (const auto& [header, loop] : counted_loops_) {
+      for (const FoldedAccess& folded : loop.folded) candidates.insert(folded.chain.begin(), folded.chain.end());
+    }
+    const int n = static_cast<int>(fn_.code.size());
+    for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+      const int def = *it;
+      const int reg = fn_.code[def].a;
+      bool skippable = false;
+      for (int at = def + 1; at < n; ++at) {
+        if (!live_in_[at][reg]) {
+          skippable = true;
+          break;
+        }
+        RegisterSet reads, writes;
+        RegistersOf(fn_, fn_.code[at], &reads, &writes);
+        const bool silent = unneeded_[at] || folded_pcs_.count(at);  // reads nothing of it
+        if (reads[reg] && !silent) break;
+        if (MayExit(at)) break;  // the interpreter would read it there
+        if (writes[reg]) {
+          skippable = true;
+          break;
+        }
+      }
+      unneeded_[def] = skippable;
+    }
   }
 
   // A base the loop recomputes for hoisted accesses (buf[t + i], t = a + b
@@ -147,7 +184,6 @@ class CodeGen {
   // it: the guard computed its value, and no side exit between the computation
   // and its last use hands it to the interpreter.
   void FindUnneededBaseDefinitions() {
-    unneeded_.assign(fn_.code.size(), false);
     for (const auto& [pc, def] : access_base_def_) {
       if (def < 0 || unneeded_[def]) continue;
       const int reg = fn_.code[def].a;
@@ -172,6 +208,15 @@ class CodeGen {
   // Whether the machine code for the instruction at pc may leave for the
   // interpreter (conservatively: all but a few that cannot).
   bool MayExit(int pc) const {
+    if (unneeded_[pc]) return false;  // emits nothing
+    if (folded_pcs_.count(pc)) {
+      // An unchecked access; but a narrow int store checks its value's range,
+      // and a u64 load its sign, and leave for the interpreter if it fails.
+      const Instr& in = fn_.code[pc];
+      if (in.op == Op::STOREN_I) return fn_.registers[in.a].elem != ElemType::kI64;
+      if (in.op == Op::LOADN_I) return fn_.registers[in.b].elem == ElemType::kU64;
+      return false;
+    }
     switch (fn_.code[pc].op) {
       case Op::ADD_F: case Op::SUB_F: case Op::MUL_F: case Op::MOVE_F: case Op::MOVE_I: return false;
       case Op::DIV_F: return nonzero_checked_[pc];
@@ -216,6 +261,16 @@ class CodeGen {
     bool minus = false;
     bool hoisted = false;  // the index does not change in the loop
     int def = -1;          // for a hoisted index the loop computes (alike each time): the pc that does
+    int index_def = -1;    // for counter +/- constant: the pc that computes it
+  };
+  struct FoldedAccess {
+    int pc;          // the LOADN_* or STOREN_*
+    int buffer;
+    std::vector<int> invariant;  // INDEX_U pcs whose hoisted results sum to the row's offset
+    int constant = -1;           // the last axis's index: counter + R[constant] (- if minus), or the counter
+    bool minus = false;
+    std::vector<int> chain;  // the INDEX_U and ADD_I pcs that compute the offset, and the index's def
+    Int based;
   };
   struct CountedLoop {
     int header = 0;
@@ -238,6 +293,11 @@ class CodeGen {
     std::vector<AxisAccess> axis_indexes;
     std::map<int, Int> hoisted;  // INDEX_U pc -> its result, for an unchanging index
     std::set<int> element_buffers;  // buffers of N-d accesses that use the loop's data pointer
+    // N-d accesses folded into one pointer per row: the offset is a sum the
+    // loop never changes (hoisted INDEX_U results) plus the counter plus a
+    // constant along the last axis, so the access is based[counter] with
+    // based = data + (sum + constant) * size, computed by the guard.
+    std::vector<FoldedAccess> folded;
     std::set<int> writable;         // buffers of those the loop stores into
     Int left;    // iterations until the next Ctrl-C check or the loop's end (see ChunkStart)
     Label body;  // after the guard: where the back edge goes
@@ -359,7 +419,7 @@ class CodeGen {
         access.def = InvariantDefinition(index, pc, loop.header, end);
         if (access.def >= 0) {
           access.hoisted = true;
-        } else if (!CounterPlusConstant(index, pc, loop, &access.constant, &access.minus)) {
+        } else if (!CounterPlusConstant(index, pc, loop, &access.constant, &access.minus, &access.index_def)) {
           continue;
         }
       }
@@ -392,12 +452,55 @@ class CodeGen {
         loop.writable.insert(buffer);
         writable_checked_.insert(pc);
       }
+      FoldedAccess folded{pc, buffer};
+      if (FoldsInto(loop, offset, pc, &folded)) {
+        loop.folded.push_back(folded);
+        folded_pcs_.insert(pc);
+      }
     }
+  }
+
+  // Whether R[offset] at `use` is an ADD_I of (a) INDEX_U results the guard
+  // computes (hoisted) and (b) exactly one guard-checked INDEX_U of the last
+  // axis whose index is the counter (plus or minus a constant), each computed
+  // in the block (see OffsetFromIndexes). Fills `folded`.
+  bool FoldsInto(const CountedLoop& loop, int offset, int use, FoldedAccess* folded) const {
+    int last_axis_terms = 0;
+    std::function<bool(int, int)> walk = [&](int reg, int at) -> bool {
+      for (int pc = at - 1; pc >= loop.header; --pc) {
+        if (targets_[pc + 1]) return false;
+        const Instr& in = fn_.code[pc];
+        RegisterSet reads, writes;
+        RegistersOf(fn_, in, &reads, &writes);
+        if (!writes[reg]) continue;
+        if (in.op == Op::ADD_I && in.a == reg) {
+          folded->chain.push_back(pc);
+          return walk(in.b, pc) && walk(in.c, pc);
+        }
+        if (in.op != Op::INDEX_U || in.a != reg || in.b != folded->buffer) return false;
+        for (const AxisAccess& access : loop.axis_indexes) {
+          if (access.pc != pc) continue;
+          folded->chain.push_back(pc);
+          if (access.hoisted) {
+            folded->invariant.push_back(pc);
+            return true;
+          }
+          if (in.c != fn_.registers[in.b].ndim - 1 || ++last_axis_terms > 1) return false;
+          folded->constant = access.constant;
+          folded->minus = access.minus;
+          if (access.index_def >= 0) folded->chain.push_back(access.index_def);
+          return true;
+        }
+        return false;
+      }
+      return false;
+    };
+    return walk(offset, use) && last_axis_terms == 1;
   }
 
   // Whether R[index] at `use` was set in its block by counter + c, c + counter
   // or counter - c, with c a constant register.
-  bool CounterPlusConstant(int index, int use, const CountedLoop& loop, int* constant, bool* minus) const {
+  bool CounterPlusConstant(int index, int use, const CountedLoop& loop, int* constant, bool* minus, int* def) const {
     for (int pc = use - 1; pc >= loop.header; --pc) {
       if (targets_[pc + 1]) return false;
       const Instr& in = fn_.code[pc];
@@ -409,6 +512,7 @@ class CodeGen {
       else if (in.op == Op::ADD_I && in.c == loop.counter && is_constant(in.b)) *constant = in.b;
       else if (in.op == Op::SUB_I && in.b == loop.counter && is_constant(in.c)) *constant = in.c, *minus = true;
       else return false;
+      *def = pc;
       return in.a == index;
     }
     return false;
@@ -562,6 +666,21 @@ class CodeGen {
       Int& local = loop.data[buffer];
       if (!local.isValid()) local = b_.NewInt();
       b_.Mov(local, data_[buffer]);
+    }
+    for (FoldedAccess& folded : loop.folded) {
+      // based = data + (hoisted sum + constant) * size: the guard checked
+      // every term, and the sum is an element's offset less the counter.
+      Int row = b_.NewInt();
+      b_.MovImm(row, 0);
+      for (int pc : folded.invariant) b_.Add(row, row, loop.hoisted.at(pc));
+      if (folded.constant >= 0) {
+        if (folded.minus) b_.Sub(row, row, I(folded.constant));
+        else b_.Add(row, row, I(folded.constant));
+      }
+      if (!folded.based.isValid()) folded.based = b_.NewInt();
+      b_.AddScaled(folded.based, data_[folded.buffer], row,
+                   __builtin_ctz(InfoOf(fn_.registers[folded.buffer].elem).size));
+      folded_[folded.pc] = {folded.based, loop.counter};
     }
     for (int reg : loop.nonzero_floats) b_.BranchFloat(FloatCond::kEq, F(reg), Zero(), Exit());
     for (int reg : loop.nonzero_ints) b_.BranchIntImm(IntCond::kEq, I(reg), 0, Exit());
@@ -1060,22 +1179,25 @@ class CodeGen {
     return base >= 0 ? counted.based.at({buffer, base, access_base_def_.at(pc_)}) : counted.data.at(buffer);
   }
 
-  void LoadElementTo(int dst, int buffer, const Int& index) {
+  // dst := the element at `index` of the buffer's data (or of `based`, a
+  // folded access's row pointer).
+  void LoadElementTo(int dst, int buffer, const Int& index, const Int* based = nullptr) {
     ElemType elem = fn_.registers[buffer].elem;
+    const Int& data = based ? *based : Data(buffer);
     if (InfoOf(elem).is_float) {
-      b_.LoadElement(elem, F(dst), Data(buffer), index);
+      b_.LoadElement(elem, F(dst), data, index);
     } else if (elem != ElemType::kU64) {
-      b_.LoadElement(elem, I(dst), Data(buffer), index);
+      b_.LoadElement(elem, I(dst), data, index);
     } else {
       // Beyond INT64_MAX a u64 element has no int64 value: the interpreter raises.
       Int value = b_.NewInt();
-      b_.LoadElement(elem, value, Data(buffer), index);
+      b_.LoadElement(elem, value, data, index);
       b_.BranchIntImm(IntCond::kLt, value, 0, Exit());
       b_.Mov(I(dst), value);
     }
   }
 
-  void StoreIntElement(int buffer, const Int& index, const Int& value) {
+  void StoreIntElement(int buffer, const Int& index, const Int& value, const Int* based = nullptr) {
     ElemType elem = fn_.registers[buffer].elem;
     int64_t low = 0, high = 0;
     switch (elem) {
@@ -1090,7 +1212,7 @@ class CodeGen {
     }
     if (low != INT64_MIN) b_.BranchIntImm(IntCond::kLt, value, low, Exit());
     if (high != INT64_MAX) b_.BranchIntImm(IntCond::kGt, value, high, Exit());
-    b_.StoreElement(elem, value, Data(buffer), index);
+    b_.StoreElement(elem, value, based ? *based : Data(buffer), index);
   }
 
   void StoreFloatElement(int buffer, const Int& index, const Float& value) {
@@ -1459,6 +1581,7 @@ class CodeGen {
       // INDEX_U on that axis is the checked index itself.
       case Op::SHAPE_U: b_.LoadInt(I(a), ints_[bb], ViewField(offsetof(BufferView, shape), c)); break;
       case Op::INDEX_U: {
+        if (unneeded_[pc_]) break;  // only a folded access needed it (FindFoldedChains)
         if (const Int* hoisted = HoistedIndex(pc_)) {  // computed by the loop's guard
           b_.Mov(I(a), *hoisted);
           break;
@@ -1473,13 +1596,28 @@ class CodeGen {
         break;
       }
       case Op::LOADN_F:
-      case Op::LOADN_I: CheckOffset(bb, c); LoadElementTo(a, bb, I(c)); break;
+      case Op::LOADN_I:
+        if (auto folded = folded_.find(pc_); folded != folded_.end()) {
+          LoadElementTo(a, bb, I(folded->second.second), &folded->second.first);
+          break;
+        }
+        CheckOffset(bb, c);
+        LoadElementTo(a, bb, I(c));
+        break;
       case Op::STOREN_F:
+        if (auto folded = folded_.find(pc_); folded != folded_.end()) {
+          b_.StoreElement(fn_.registers[a].elem, F(c), folded->second.first, I(folded->second.second));
+          break;
+        }
         CheckOffset(a, bb);
         if (!writable_checked_.count(pc_)) RequireWritable(a);
         StoreFloatElement(a, I(bb), F(c));
         break;
       case Op::STOREN_I:
+        if (auto folded = folded_.find(pc_); folded != folded_.end()) {
+          StoreIntElement(a, I(folded->second.second), I(c), &folded->second.first);
+          break;
+        }
         CheckOffset(a, bb);
         if (!writable_checked_.count(pc_)) RequireWritable(a);
         StoreIntElement(a, I(bb), I(c));
@@ -1602,6 +1740,8 @@ class CodeGen {
   std::map<int, int> access_base_def_;       // hoisted access pc -> Access::base_def
   std::vector<bool> unneeded_;               // per pc: a base computation the loop can skip
   std::set<int> writable_checked_;           // N-d store pcs whose loop's guard checked writability
+  std::map<int, std::pair<Int, int>> folded_;  // folded N-d access pc -> (row pointer, counter register)
+  std::set<int> folded_pcs_;                   // the same pcs, known before the guards are emitted
   Int entry_pc_, ticks_;
   int regs_slot_ = 0, result_slot_ = 0, context_slot_ = 0;
   int pc_ = 0;

@@ -103,3 +103,36 @@ def test_a_buffer_annotation_with_dimensions_evaluates_in_plain_python():
     assert repr(ppy.Buffer[float, 2]) == "ppy.Buffer[float, 2]"
     assert repr(ppy.Buffer[ppy.f32]) == "ppy.Buffer[f32]"
     assert ppy.Buffer[float, 3].ndim == 3
+
+
+def test_machine_code_that_leaves_a_folded_access_agrees_with_the_interpreter(runner, tmp_path):
+    # A u64 element above 2**63 - 1 raises in ppy (plain Python has no such
+    # limit, so this is not a differential program): the load that finds it
+    # leaves machine code, and the interpreter reads the element's offset,
+    # which machine code must therefore have computed.
+    (tmp_path / "kernels.ppy").write_text(textwrap.dedent("""
+        from ppy import Buffer, u64
+
+        def big(a: Buffer[u64, 2]) -> int:
+            s = 0
+            for i in range(a.shape[0]):
+                for j in range(a.shape[1]):
+                    s += a[i, j] % 1000
+            return s
+    """))
+    probe = textwrap.dedent("""
+        import numpy as np, ppy, kernels
+        u = np.array([[1, 2], [3, 2**64 - 1]], dtype=np.uint64)
+        for x in (u, u[:1], u[::-1], u):
+            try:
+                print(kernels.big(x))
+            except OverflowError as error:
+                print(error)
+    """)
+    outputs = {}
+    for jit in ("0", "eager"):
+        result = runner.python("-c", probe, cwd=tmp_path, PPY_JIT=jit)
+        assert result.returncode == 0, result.stderr
+        outputs[jit] = result.stdout
+    assert outputs["0"] == outputs["eager"]
+    assert outputs["0"].splitlines()[:2] == ["u64 element 18446744073709551615 does not fit in a 64-bit int", "3"]
