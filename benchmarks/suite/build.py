@@ -74,18 +74,24 @@ def build_region(build, timeout=60):
 
 
 def build_cython(kernels, build, variants=tuple(CYTHON_VARIANTS), optimize="-O2", timeout=300):
+    """One extension module per variant, suite_cy, holding every kernel's .pyx
+    (their names do not collide): Cython's memoryview support code is then
+    translated and compiled once per variant rather than once per kernel."""
     include = sysconfig.get_paths()["include"]
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     translate, compile_ = [], []
     for variant in variants:
         folder = os.path.join(build, variant)
         os.makedirs(folder, exist_ok=True)
-        for k in kernels:
-            c_file = os.path.join(folder, f"{k}_cy.c")
-            translate.append([sys.executable, "-m", "cython", "-3", *CYTHON_VARIANTS[variant],
-                              os.path.join(HERE, f"{k}_cy.pyx"), "-o", c_file])
-            compile_.append(["gcc", optimize, "-fPIC", "-shared", "-ffp-contract=off", f"-I{include}", "-o",
-                             os.path.join(folder, f"{k}_cy{suffix}"), c_file])
+        combined = os.path.join(folder, "suite_cy.pyx")
+        with open(combined, "w") as out:
+            for k in kernels:
+                with open(os.path.join(HERE, f"{k}_cy.pyx")) as f:
+                    out.write(f"# ---- {k}_cy.pyx\n{f.read()}\n\n")
+        c_file = os.path.join(folder, "suite_cy.c")
+        translate.append([sys.executable, "-m", "cython", "-3", *CYTHON_VARIANTS[variant], combined, "-o", c_file])
+        compile_.append(["gcc", optimize, "-fPIC", "-shared", "-ffp-contract=off", f"-I{include}", "-o",
+                         os.path.join(folder, f"suite_cy{suffix}"), c_file])
     _parallel(translate, timeout)
     _parallel(compile_, timeout)
 

@@ -15,7 +15,8 @@ SYSTEM is one of
   jit             the .ppy file as machine code (a warm cache, or PPY_JIT=eager)
   c               <kernel>.c, a shared library in $SUITE_BUILD/c, through ctypes
   numba           <kernel>_numba.py, @njit (cache in $NUMBA_CACHE_DIR)
-  cython          <kernel>_cy.pyx built in $SUITE_BUILD/cython-checked (bounds checks on)
+  cython          <kernel>_cy.pyx built in $SUITE_BUILD/cython-checked (bounds checks on; one
+                  module, suite_cy, holds every kernel: see build.py)
   cython-unchecked  the same built in $SUITE_BUILD/cython-unchecked (boundscheck and wraparound off)
 
 The python, interp and jit systems get memoryviews of the inputs (so that plain
@@ -196,7 +197,7 @@ def _load(system, kernel):
         return getattr(importlib.import_module(kernel + "_numba"), kernel), lambda a: a
     if system in ("cython", "cython-unchecked"):
         sys.path.insert(0, os.path.join(build, "cython-checked" if system == "cython" else "cython-unchecked"))
-        return getattr(importlib.import_module(kernel + "_cy"), kernel), lambda a: memoryview(a)
+        return getattr(importlib.import_module("suite_cy"), kernel), lambda a: memoryview(a)
     if system == "c":
         spec = SPECS[kernel]
         c_function = getattr(ctypes.CDLL(os.path.join(build, "c", f"lib{kernel}.so")), kernel)
