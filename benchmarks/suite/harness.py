@@ -24,8 +24,8 @@ Python reads Python ints and floats, as ppy does); numba gets the numpy
 arrays; Cython's typed memoryviews get the memoryviews; C gets pointers and
 lengths. With SUITE_CALLGRIND=1 and SUITE_REGION=<library>, one call of each
 kernel (after a first, untimed one for the compiled systems) runs inside the
-library's `suite_region`, which callgrind's --toggle-collect and --dump-after
-count alone.
+library's `suite_region` (build.py), whose callgrind client requests count
+that call alone and dump the count (run under callgrind --collect-atstart=no).
 """
 
 import ctypes
