@@ -2135,10 +2135,7 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
   // BORROW_U, in its C operand) asks for writable views.
   std::vector<bool> stored(fn->registers.size(), false);
   for (const Instr& in : fn->code) {
-    bool store = in.op == Op::STORE_F64 || in.op == Op::STORE_I64 || in.op == Op::STORE_F || in.op == Op::STORE_I ||
-                 in.op == Op::STOREX_F64 || in.op == Op::STOREX_I64 || in.op == Op::ADDTO_F64 ||
-                 in.op == Op::ADDTO_I64;
-    if (!store) continue;
+    if (!HasFlag(in.op, kFlagStore)) continue;  // every such instruction stores into U[A]
     stored[in.a] = true;
     if (in.a < num_params) fn->params[in.a].writes = true;
   }

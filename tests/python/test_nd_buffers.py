@@ -136,3 +136,33 @@ def test_machine_code_that_leaves_a_folded_access_agrees_with_the_interpreter(ru
         outputs[jit] = result.stdout
     assert outputs["0"] == outputs["eager"]
     assert outputs["0"].splitlines()[:2] == ["u64 element 18446744073709551615 does not fit in a 64-bit int", "3"]
+
+
+def test_a_function_storing_into_an_nd_buffer_asks_for_a_writable_view(runner, tmp_path):
+    # The call boundary knows which buffers a function stores into: a torch
+    # tensor that requires grad is refused there (autograd cannot see the
+    # stores), one that is only read is accepted.
+    pytest.importorskip("torch")
+    (tmp_path / "kernels.ppy").write_text(textwrap.dedent("""
+        from ppy import Buffer
+
+        def fill(a: Buffer[float, 2]) -> None:
+            a[0, 1] = 2.5
+
+        def read(a: Buffer[float, 2]) -> float:
+            return a[0, 1]
+    """))
+    probe = textwrap.dedent("""
+        import torch, ppy, kernels
+        t = torch.zeros(2, 3, dtype=torch.float64, requires_grad=True)
+        print(kernels.read(t))
+        try:
+            kernels.fill(t)
+        except TypeError as error:
+            print(error)
+    """)
+    result = runner.python("-c", probe, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "0.0"
+    assert lines[1].startswith("fill() argument 'a' must be Buffer[float, 2] (format 'd'): the tensor requires grad")
