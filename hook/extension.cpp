@@ -16,7 +16,7 @@
 #include "asmjit-backend/code_cache.h"
 #include "asmjit-backend/jit.h"
 #include "build_id.h"
-#include "vm/region_function.h"
+#include "regions/region_function.h"
 #include "vm/function_object.h"
 #include "vm/interpreter.h"
 #include "vm/tiering.h"
@@ -227,7 +227,7 @@ PyMODINIT_FUNC PyInit__ppy() {
   PyObject* module = PyModule_Create(&ppy::kModule);
   if (module == nullptr) return nullptr;
   ppy::jit::Install();
-  if (!ppy::InitFunctionTypes(module)) {
+  if (!ppy::InitFunctionTypes(module) || !ppy::regions::InstallRegionTier(module)) {
     Py_DECREF(module);
     return nullptr;
   }

@@ -17,16 +17,18 @@
 #include <string>
 #include <vector>
 
-#include "regions/region_code.h"
-#include "vm/region_function.h"
 #include "vm/binding.h"
 #include "vm/disasm.h"
 #include "vm/interpreter.h"
 #include "vm/loader.h"
+#include "vm/region_tier.h"
 #include "vm/runtime.h"
 #include "vm/status.h"
 
 namespace ppy {
+
+RegionTier g_region_tier;
+
 namespace {
 
 // ---- Argument binding ----------------------------------------------------------------------
@@ -188,6 +190,13 @@ struct BinderObject {
 // The cache entry's section of ATen regions (regions/region_code.h).
 constexpr const char* kRegionSection = "RGNS";
 
+// Whether the region tier installed its hooks (vm/region_tier.h); raises if not.
+bool RegionTierInstalled() {
+  if (g_region_tier.new_function != nullptr) return true;
+  PyErr_SetString(PyExc_RuntimeError, "ppy: the ATen region tier is not installed in this extension");
+  return false;
+}
+
 PyTypeObject BinderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 PyObject* NewFunction(CompiledModuleObject* module, Py_ssize_t index, PyObject* python) {
@@ -219,7 +228,8 @@ PyObject* BinderCall(PyObject* op, PyObject* args, PyObject* kwargs) {
   if (!PyArg_ParseTuple(args, "O:binder", &python)) return nullptr;
   if (!self->region) return NewFunction(self->module, self->index, python);
   PyObject* section = self->module->extras ? PyDict_GetItemString(self->module->extras, kRegionSection) : nullptr;
-  PyObject* function = regions::NewRegionFunction(section, self->index, python);
+  if (!RegionTierInstalled()) return nullptr;
+  PyObject* function = g_region_tier.new_function(section, self->index, python);
   if (function != nullptr && PyList_Append(self->module->regions, function) < 0) Py_CLEAR(function);
   return function;
 }
@@ -292,7 +302,7 @@ PyObject* ModuleRegionStats(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   PyObject* stats = PyList_New(0);
   for (Py_ssize_t i = 0; stats != nullptr && i < PyList_GET_SIZE(self->regions); ++i) {
-    PyObject* item = regions::RegionFunctionStats(PyList_GET_ITEM(self->regions, i));
+    PyObject* item = g_region_tier.stats(PyList_GET_ITEM(self->regions, i));
     if (item == nullptr || PyList_Append(stats, item) < 0) Py_CLEAR(stats);
     Py_XDECREF(item);
   }
@@ -305,9 +315,8 @@ PyObject* ModuleRegionDis(PyObject* op, PyObject* arg) {
   Py_ssize_t index = PyLong_AsSsize_t(arg);
   if (index == -1 && PyErr_Occurred()) return nullptr;
   PyObject* section = self->extras ? PyDict_GetItemString(self->extras, kRegionSection) : nullptr;
-  std::unique_ptr<regions::RegionCode> code = regions::ParseRegionFromSection(section, index);
-  if (code == nullptr) return nullptr;
-  return PyUnicode_FromString(regions::DescribeRegion(*code).c_str());
+  if (!RegionTierInstalled()) return nullptr;
+  return g_region_tier.describe(section, index);
 }
 
 PyObject* ModuleFunctionNames(PyObject* op, PyObject*) {
@@ -458,8 +467,7 @@ bool InitFunctionTypes(PyObject* extension) {
   BinderType.tp_traverse = BinderTraverse;
   BinderType.tp_dealloc = BinderDealloc;
 
-  if (PyType_Ready(&CompiledModuleType) < 0 || PyType_Ready(&FunctionType) < 0 || PyType_Ready(&BinderType) < 0 ||
-      !regions::InitRegionFunctionType(extension)) {
+  if (PyType_Ready(&CompiledModuleType) < 0 || PyType_Ready(&FunctionType) < 0 || PyType_Ready(&BinderType) < 0) {
     return false;
   }
   if (PyModule_AddObjectRef(extension, "CompiledModule", reinterpret_cast<PyObject*>(&CompiledModuleType)) < 0 ||
