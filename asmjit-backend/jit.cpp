@@ -136,6 +136,11 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
 #endif
   CodeGen<NativeBackend> generator(backend, fn);
   generator.Generate();
+  if (!generator.missing().empty()) {
+    *error = Format("no machine code for %s, which vm/opcodes.def flags JIT",
+                    std::string(InfoOf(generator.missing()[0]).name).c_str());
+    return false;
+  }
   if (backend.compiler().finalize() != asmjit::kErrorOk || !errors.first.empty()) {
     *error = "asmjit: " + (errors.first.empty() ? std::string("finalize failed") : errors.first);
     return false;
