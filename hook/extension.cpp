@@ -188,7 +188,7 @@ PyObject* JitWait(PyObject*, PyObject* args) {
   code->pending_version = version;
   code->pending_key = key;
   for (const auto& fn : code->functions) {
-    if (fn->jit_state == JitState::kNone) fn->jit_state = JitState::kPending;
+    if (fn->runtime->jit_state == JitState::kNone) fn->runtime->jit_state = JitState::kPending;
   }
   Py_RETURN_NONE;
 }

@@ -147,7 +147,7 @@ PyObject* FunctionDis(PyObject* op, PyObject*) {
 
 PyObject* FunctionGetTier(PyObject* op, void*) {
   const FunctionCode& code = *reinterpret_cast<FunctionObject*>(op)->code;
-  return PyUnicode_FromString(code.jit_state == JitState::kCompiled ? "jit" : "vm");
+  return PyUnicode_FromString(code.runtime->jit_state == JitState::kCompiled ? "jit" : "vm");
 }
 
 PyObject* FunctionGetSignature(PyObject* op, void*) {
@@ -354,7 +354,7 @@ PyObject* ModuleTiers(PyObject* op, PyObject*) {
   PyObject* tiers = PyList_New(0);
   if (tiers == nullptr) return nullptr;
   for (const auto& fn : self->code->functions) {
-    PyObject* tier = PyUnicode_FromString(fn->jit_state == JitState::kCompiled ? "jit" : "vm");
+    PyObject* tier = PyUnicode_FromString(fn->runtime->jit_state == JitState::kCompiled ? "jit" : "vm");
     if (tier == nullptr || PyList_Append(tiers, tier) < 0) {
       Py_XDECREF(tier);
       Py_DECREF(tiers);
@@ -371,8 +371,8 @@ PyObject* ModuleStats(PyObject* op, PyObject*) {
   PyObject* stats = PyList_New(0);
   if (stats == nullptr) return nullptr;
   for (const auto& fn : self->code->functions) {
-    PyObject* item = Py_BuildValue("(sKdK)", fn->name.c_str(), static_cast<unsigned long long>(fn->calls),
-                                   fn->nanoseconds / 1e9, static_cast<unsigned long long>(fn->jit_entries));
+    PyObject* item = Py_BuildValue("(sKdK)", fn->name.c_str(), static_cast<unsigned long long>(fn->runtime->calls),
+                                   fn->runtime->nanoseconds / 1e9, static_cast<unsigned long long>(fn->runtime->jit_entries));
     if (item == nullptr || PyList_Append(stats, item) < 0) {
       Py_XDECREF(item);
       Py_DECREF(stats);

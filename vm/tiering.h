@@ -35,7 +35,7 @@ struct Tiering {
   // Calls and back edges after which a function is compiled.
   uint64_t call_threshold = 100;
   uint64_t back_edge_threshold = 8192;
-  // Compiles `fn` (sets fn.jit_entry) or marks it unavailable; `trigger` says why,
+  // Compiles `fn` (sets fn.runtime->jit_entry) or marks it unavailable; `trigger` says why,
   // for `ppy run --trace`. Returns whether machine code exists now.
   bool (*compile)(const FunctionCode& fn, const char* trigger) = nullptr;
   // For a function whose machine code is pending: looks for it (at most every

@@ -36,15 +36,15 @@ std::pair<std::string, std::string> BothWaysOnCopies(const testing::Compiled& co
   g_tiering.mode = JitMode::kOff;
   std::string interpreted = testing::Call(compiled, name, first);
   g_tiering.mode = JitMode::kHot;
-  if (fn.jit_state != JitState::kCompiled) {
+  if (fn.runtime->jit_state != JitState::kCompiled) {
     EXPECT_TRUE(jit::CompileAndInstall(fn, "test")) << name;
   }
-  uint64_t entries = fn.jit_entries;
+  uint64_t entries = fn.runtime->jit_entries;
   std::string machine = testing::Call(compiled, name, second);
   // Not merely compiled: this call ran the machine code (unless its first
   // instruction is one the machine code leaves to the interpreter).
-  if (fn.jit_enters_at_start) {
-    EXPECT_GT(fn.jit_entries, entries) << name;
+  if (fn.runtime->jit_enters_at_start) {
+    EXPECT_GT(fn.runtime->jit_entries, entries) << name;
   }
   g_tiering.mode = mode;
   return {interpreted, machine};
