@@ -4,7 +4,6 @@
 // compiler serializes an entry, and this reads it back like any cache entry.
 //
 //   load(data, ppy_version) -> CompiledModule (verified, not yet attached)
-//   read_header(data) -> (format, ppy_version, abi, key)
 //   digest(data) -> str: the cache's 128-bit content digest
 //   set_profiling(enabled)
 
@@ -62,17 +61,6 @@ PyObject* Load(PyObject*, PyObject* args) {
   PyObject* module = NewCompiledModule(std::move(entry->module), extras);
   Py_DECREF(extras);
   return module;
-}
-
-PyObject* ReadHeader(PyObject*, PyObject* args) {
-  Py_buffer data;
-  if (!PyArg_ParseTuple(args, "y*:read_header", &data)) return nullptr;
-  StatusOr<EntryHeader> header =
-      ParseEntryHeader(std::string_view(static_cast<const char*>(data.buf), data.len));
-  PyBuffer_Release(&data);
-  if (!header.ok()) return RaiseEntryError("corrupt", std::string(header.status().message()));
-  return Py_BuildValue("(Isss)", header->format, header->ppy_version.c_str(), header->abi.c_str(),
-                       header->key.c_str());
 }
 
 PyObject* Digest(PyObject*, PyObject* arg) {
@@ -212,7 +200,6 @@ PyMethodDef kMethods[] = {
     {"digest", Digest, METH_O, "digest(data) -> 32 hex digits: the cache's content digest"},
     {"set_profiling", SetProfilingFromPython, METH_O, "set_profiling(enabled): time every call of a compiled function"},
     {"load", Load, METH_VARARGS, "load(data, ppy_version) -> CompiledModule, verified; attach() it to run it"},
-    {"read_header", ReadHeader, METH_VARARGS, "read_header(data) -> (format, ppy_version, abi, key)"},
     {nullptr, nullptr, 0, nullptr},
 };
 
