@@ -658,7 +658,7 @@ class CodeGen {
     }
     for (const auto& [pc, label] : error_exits_) {
       b_.Bind(label);
-      b_.ReturnImm(kJitErrorAt(pc));
+      b_.ReturnImm(JitErrorAt(pc));
     }
   }
 

@@ -85,10 +85,10 @@ class Lowering {
   }
 
   // ---- Values ----
-  int Value(const Expr& expr, int target = -1);
+  int ValueOf(const Expr& expr, int target = -1);
   void ValueInto(const Expr& expr, int dest, Type dest_type);
   int Coerce(int reg, Type from, Type to, int target = -1);
-  int ObjectValue(const Expr& expr, int target = -1) { return Coerce(Value(expr), expr.type, Type::Object(), target); }
+  int ObjectValue(const Expr& expr, int target = -1) { return Coerce(ValueOf(expr), expr.type, Type::Object(), target); }
   int Destination(int target, Kind kind, ElemType elem = ElemType::kNone) {
     if (target >= 0 && TypeOf(target).kind == kind && target < kConstantBase) return target;
     return Temp(kind, elem);
@@ -337,11 +337,11 @@ int Lowering::Coerce(int reg, Type from, Type to, int target) {
 
 void Lowering::ValueInto(const Expr& expr, int dest, Type dest_type) {
   bool same_kind = expr.type.kind_of_register() == dest_type.kind_of_register();
-  int reg = Value(expr, same_kind ? dest : -1);
+  int reg = ValueOf(expr, same_kind ? dest : -1);
   Coerce(reg, expr.type, dest_type, dest);
 }
 
-int Lowering::Value(const Expr& expr, int target) {
+int Lowering::ValueOf(const Expr& expr, int target) {
   int saved_line = line_;
   if (expr.loc.line > 0) line_ = expr.loc.line;
   int reg = -1;
@@ -420,7 +420,7 @@ int Lowering::EmitSubscript(const Expr& expr, int target) {
   const Expr& base = *expr.children[0];
   const Expr& index = *expr.children[1];
   if (base.type.is_buffer() && index.kind != ExprKind::kSlice) {
-    int buffer = Value(base);
+    int buffer = ValueOf(base);
     return LoadElement(buffer, base.type, index, target);
   }
   int object = ObjectValue(base);
@@ -437,8 +437,8 @@ bool Lowering::FusedIndex(const Expr& index, int* base, int* offset) {
   if (!left.type.is_integral() || !right.type.is_integral()) return false;
   int saved = line_;
   line_ = index.loc.line;
-  *base = Value(left);
-  *offset = Value(right);
+  *base = ValueOf(left);
+  *offset = ValueOf(right);
   line_ = saved;
   return true;
 }
@@ -447,7 +447,7 @@ bool Lowering::FusedIndex(const Expr& index, int* base, int* offset) {
 // register. An object index is unboxed by UNBOX_INDEX, which refuses a bool
 // where the exporter would read it as a mask (numpy, torch).
 int Lowering::IndexValue(const Expr& index, int buffer) {
-  int reg = Value(index);
+  int reg = ValueOf(index);
   if (!index.type.is_object()) return Coerce(reg, index.type, Type::Int());
   int dest = Temp(Kind::kInt);
   Emit(Op::UNBOX_INDEX, dest, reg, buffer);
@@ -529,7 +529,7 @@ int Lowering::EmitTypedCall(const Expr& expr, int target) {
   std::map<int, int> value_of;  // binding value -> register
   for (int source : order) {
     const Expr& arg = source > 0 ? *expr.children[source] : *expr.keywords[-source - 1].value;
-    value_of[source] = Value(arg);
+    value_of[source] = ValueOf(arg);
   }
   int span = Span(types);
   for (size_t p = 0; p < callee.param_types.size(); ++p) {
@@ -554,7 +554,7 @@ int Lowering::EmitMathCall(const Expr& expr, int target) {
   std::vector<int> args;
   for (size_t i = 1; i < expr.children.size(); ++i) {
     const Expr& arg = *expr.children[i];
-    int reg = Value(arg);
+    int reg = ValueOf(arg);
     if (info.shape == MathShape::FI && arg.type.is_integral()) return Coerce(reg, arg.type, Type::Int(), target);
     args.push_back(Coerce(reg, arg.type, Type::Float()));
   }
@@ -609,7 +609,7 @@ int Lowering::Truth(int reg, Type type) {
 int Lowering::EmitBuiltinCall(const Expr& expr, int target) {
   auto builtin = static_cast<Builtin>(expr.index);
   std::vector<int> args;
-  for (size_t i = 1; i < expr.children.size(); ++i) args.push_back(Value(*expr.children[i]));
+  for (size_t i = 1; i < expr.children.size(); ++i) args.push_back(ValueOf(*expr.children[i]));
   const Type arg_type = expr.children.size() > 1 ? expr.children[1]->type : Type::Unknown();
   switch (builtin) {
     case Builtin::kLEN: {
@@ -760,9 +760,9 @@ static bool SamePureValue(const Expr& a, const Expr& b) {
 int Lowering::EmitBinary(const Expr& expr, int target) {
   const Expr& left = *expr.children[0];
   const Expr& right = *expr.children[1];
-  int l = Value(left);
+  int l = ValueOf(left);
   // (x[i] - m) * (x[i] - m): the value once, as the same register twice.
-  int r = SamePureValue(left, right) ? l : Value(right);
+  int r = SamePureValue(left, right) ? l : ValueOf(right);
   return EmitArithmetic(expr.bin_op, l, left.type, r, right.type, expr.type, target, false);
 }
 
@@ -780,7 +780,7 @@ int Lowering::EmitUnary(const Expr& expr, int target) {
     Bind(done);
     return dest;
   }
-  int value = Value(operand);
+  int value = ValueOf(operand);
   if (expr.type.is_object()) {
     int dest = Destination(target, Kind::kObject);
     int id = expr.un_op == UnOp::kNeg ? 0 : expr.un_op == UnOp::kPos ? 1 : 2;
@@ -870,8 +870,8 @@ int Lowering::EmitComparePair(CmpOp op, int left, Type left_type, int right, Typ
 int Lowering::EmitCompare(const Expr& expr, int target) {
   if (expr.type.is_bool()) {
     if (expr.cmp_ops.size() == 1) {
-      int left = Value(*expr.children[0]);
-      int right = Value(*expr.children[1]);
+      int left = ValueOf(*expr.children[0]);
+      int right = ValueOf(*expr.children[1]);
       return EmitComparePair(expr.cmp_ops[0], left, expr.children[0]->type, right, expr.children[1]->type, target);
     }
     int dest = Destination(target, Kind::kInt);
@@ -886,10 +886,10 @@ int Lowering::EmitCompare(const Expr& expr, int target) {
   // An object result: each comparison's own result, stopping at the first falsy one.
   int dest = Temp(Kind::kObject);
   Label* done = NewLabel();
-  int left = Value(*expr.children[0]);
+  int left = ValueOf(*expr.children[0]);
   Type left_type = expr.children[0]->type;
   for (size_t i = 0; i < expr.cmp_ops.size(); ++i) {
-    int right = Value(*expr.children[i + 1]);
+    int right = ValueOf(*expr.children[i + 1]);
     Type right_type = expr.children[i + 1]->type;
     if (i + 1 < expr.cmp_ops.size() && right < kConstantBase && !IsTemp(right)) {
       int copy = TempFor(right_type);
@@ -1069,11 +1069,11 @@ void Lowering::Branch(const Expr& expr, bool when, Label* label) {
       }
       if (expr.kind == ExprKind::kCompare && expr.type.is_bool()) {
         Label* skip = when && expr.cmp_ops.size() > 1 ? NewLabel() : nullptr;
-        int left = Value(*expr.children[0]);
+        int left = ValueOf(*expr.children[0]);
         Type left_type = expr.children[0]->type;
         for (size_t i = 0; i < expr.cmp_ops.size(); ++i) {
           bool last = i + 1 == expr.cmp_ops.size();
-          int right = Value(*expr.children[i + 1]);
+          int right = ValueOf(*expr.children[i + 1]);
           Type right_type = expr.children[i + 1]->type;
           if (!last && right < kConstantBase && !IsTemp(right)) {
             int copy = TempFor(right_type);
@@ -1087,7 +1087,7 @@ void Lowering::Branch(const Expr& expr, bool when, Label* label) {
         if (skip) Bind(skip);
         break;
       }
-      int value = Value(expr);
+      int value = ValueOf(expr);
       if (expr.type.kind == TypeKind::kNone) {
         if (!when) EmitJump(Op::JMP, 0, 0, 0, label);
         break;
@@ -1112,7 +1112,7 @@ void Lowering::Block(const std::vector<StmtPtr>& body) {
 void Lowering::Statement(const Stmt& stmt) {
   line_ = stmt.loc.line;
   switch (stmt.kind) {
-    case StmtKind::kExpr: Value(*stmt.value); break;
+    case StmtKind::kExpr: ValueOf(*stmt.value); break;
     case StmtKind::kAssign: Assign(stmt); break;
     case StmtKind::kAnnAssign:
       if (stmt.value) Assign(stmt);
@@ -1178,7 +1178,7 @@ void Lowering::Assign(const Stmt& stmt) {
     // Parallel assignment: evaluate every value into a temporary first.
     std::vector<int> values;
     for (const ExprPtr& child : value.children) {
-      int reg = Value(*child);
+      int reg = ValueOf(*child);
       if (reg < kConstantBase && !IsTemp(reg)) {
         int copy = TempFor(child->type);
         reg = Coerce(reg, child->type, child->type, copy);
@@ -1191,14 +1191,14 @@ void Lowering::Assign(const Stmt& stmt) {
   if (stmt.targets.size() == 1 && first.kind == ExprKind::kName && first.resolution == Resolution::kLocal) {
     int slot = first.index;
     if (fn_.locals[slot].type.is_buffer() && value.type.is_object()) {
-      BorrowInto(slot, Value(value));
+      BorrowInto(slot, ValueOf(value));
     } else {
       ValueInto(value, LocalRegister(slot), fn_.locals[slot].type);
     }
     SetBound(slot);
     return;
   }
-  int reg = Value(value);
+  int reg = ValueOf(value);
   for (const ExprPtr& target : stmt.targets) StoreTarget(*target, reg, value.type);
 }
 
@@ -1232,7 +1232,7 @@ void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
       const Expr& base = *target.children[0];
       const Expr& index = *target.children[1];
       if (base.type.is_buffer() && index.kind != ExprKind::kSlice) {
-        int buffer = Value(base);
+        int buffer = ValueOf(base);
         StoreElement(buffer, base.type, index, value, value_type);
       } else {
         int object = ObjectValue(base);
@@ -1269,7 +1269,7 @@ void Lowering::AugAssign(const Stmt& stmt) {
         int slot = target.index;
         int reg = EmitName(target, -1);
         Type type = fn_.locals[slot].type;
-        int right = Value(value);
+        int right = ValueOf(value);
         Type result = stmt.result_type;
         bool in_place = result.is_object();
         int combined = EmitArithmetic(op, reg, type, right, value.type, result,
@@ -1289,7 +1289,7 @@ void Lowering::AugAssign(const Stmt& stmt) {
       const Expr& base = *target.children[0];
       const Expr& index = *target.children[1];
       if (base.type.is_buffer()) {
-        int buffer = Value(base);
+        int buffer = ValueOf(base);
         int position = IndexValue(index, buffer);
         Type element = base.type.element();
         ElemType elem = base.type.elem;
@@ -1303,14 +1303,14 @@ void Lowering::AugAssign(const Stmt& stmt) {
                               (value.kind == ExprKind::kName && value.resolution == Resolution::kLocal &&
                                !value.check_bound);
           if (cannot_raise) {
-            int right = Value(value);
+            int right = ValueOf(value);
             line_ = stmt.loc.line;
             Emit(elem == ElemType::kF64 ? Op::ADDTO_F64 : Op::ADDTO_I64, buffer, position, right);
             break;
           }
         }
         int current = LoadElementAt(buffer, base.type, position, -1);
-        int right = Value(value);
+        int right = ValueOf(value);
         Type result = stmt.result_type;
         int combined = EmitArithmetic(op, current, element, right, value.type, result, -1, result.is_object());
         StoreElementAt(buffer, base.type, position, combined, result);
@@ -1469,7 +1469,7 @@ void Lowering::For(const Stmt& stmt) {
     ForRange(stmt);
     return;
   }
-  int value = Value(iter);
+  int value = ValueOf(iter);
   if (iter.type.is_buffer()) {
     ForBuffer(stmt, value, iter.type);
   } else {
@@ -1483,7 +1483,7 @@ void Lowering::ForRange(const Stmt& stmt) {
   size_t count = iter.children.size() - 1;
   // range() evaluates its arguments once, before the loop.
   auto stable = [&](const Expr& expr) {
-    int reg = Coerce(Value(expr), expr.type, Type::Int());
+    int reg = Coerce(ValueOf(expr), expr.type, Type::Int());
     if (reg >= kConstantBase || IsTemp(reg)) return reg;
     if (expr.kind == ExprKind::kName && !AssignedIn(stmt.body, expr.text) &&
         !(target.kind == ExprKind::kName && target.text == expr.text)) {
@@ -1493,7 +1493,7 @@ void Lowering::ForRange(const Stmt& stmt) {
     Emit(Op::MOVE_I, copy, reg);
     return copy;
   };
-  int start = count >= 2 ? Coerce(Value(*iter.children[1]), iter.children[1]->type, Type::Int()) : ConstInt(0);
+  int start = count >= 2 ? Coerce(ValueOf(*iter.children[1]), iter.children[1]->type, Type::Int()) : ConstInt(0);
   int stop = stable(*iter.children[count >= 2 ? 2 : 1]);
   int step = count == 3 ? stable(*iter.children[3]) : ConstInt(1);
   bool step_is_one = count < 3 || (iter.children[3]->kind == ExprKind::kInt && iter.children[3]->int_value == 1);
@@ -1587,7 +1587,7 @@ void Lowering::ForBuffer(const Stmt& stmt, int buffer, Type buffer_type) {
 // temporaries as they are, anything else (a local, which the body may assign)
 // moved into a new temporary.
 int Lowering::StableInt(const Expr& expr) {
-  int reg = Coerce(Value(expr), expr.type, Type::Int());
+  int reg = Coerce(ValueOf(expr), expr.type, Type::Int());
   if (reg >= kConstantBase || IsTemp(reg)) return reg;
   int copy = Temp(Kind::kInt);
   Emit(Op::MOVE_I, copy, reg);
@@ -1600,7 +1600,7 @@ int Lowering::StableInt(const Expr& expr) {
 // expression assigns no local, so the registers may be the locals' own.
 void Lowering::RangeArguments(const Expr& range, int* start, int* stop, int64_t* step) {
   size_t count = range.children.size() - 1;
-  auto value = [&](const Expr& expr) { return Coerce(Value(expr), expr.type, Type::Int()); };
+  auto value = [&](const Expr& expr) { return Coerce(ValueOf(expr), expr.type, Type::Int()); };
   *start = count >= 2 ? value(*range.children[1]) : ConstInt(0);
   *stop = value(*range.children[count >= 2 ? 2 : 1]);
   *step = 1;
@@ -1668,7 +1668,7 @@ void Lowering::ForCounted(const Stmt& stmt) {
       Emit(Op::MOVE_I, operand.reg, start);
     } else {
       operand.type = expr.type;
-      operand.reg = Value(expr);
+      operand.reg = ValueOf(expr);
       if (operand.reg < kConstantBase && !IsTemp(operand.reg)) {
         // Iterate the view the loop started with, whatever the body rebinds.
         int copy = Temp(Kind::kBuffer, expr.type.elem);
@@ -1857,7 +1857,7 @@ void Lowering::ForReversed(const Stmt& stmt) {
       Emit(Op::SUB_I, limit, limit, ConstInt(magnitude));
     }
   } else {
-    buffer = Value(operand);
+    buffer = ValueOf(operand);
     if (buffer < kConstantBase && !IsTemp(buffer)) {
       int copy = Temp(Kind::kBuffer, operand.type.elem);
       Emit(Op::MOVE_U, copy, buffer);
@@ -1939,7 +1939,7 @@ void Lowering::Return(const Stmt& stmt) {
     if (result.is_object()) Emit(Op::RET_NONE);
     return;
   }
-  int value = Value(*stmt.value);
+  int value = ValueOf(*stmt.value);
   line_ = stmt.loc.line;
   switch (result.kind_of_register()) {
     case Kind::kInt: Emit(Op::RET_I, Coerce(value, stmt.value->type, result)); break;

@@ -362,10 +362,10 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
   bool ok;
   if (__builtin_expect(g_profiling, 0)) {
     uint64_t started = Now();
-    ok = Execute(fn, args, result);
+    ok = Interpret(fn, args, result);
     fn.runtime->nanoseconds += Now() - started;
   } else {
-    ok = Execute(fn, args, result);
+    ok = Interpret(fn, args, result);
   }
   LeaveCompiledFrame();
   return ok;
@@ -581,7 +581,7 @@ class LocalBorrows {
 
 }  // namespace
 
-bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
+bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
   const int num_registers = fn.num_registers();
   const int num_params = fn.num_params();
   const int end_of_constants = fn.end_of_constants();
@@ -683,7 +683,7 @@ enter_jit : {
   if (outcome != kJitReturned) {
     // Machine code does not count its stores: leaving where one may have run
     // counts them (FunctionCode::after_store).
-    const int64_t left_at = outcome < kJitReturned ? kJitErrorPc(outcome) : outcome;
+    const int64_t left_at = outcome < kJitReturned ? JitErrorPc(outcome) : outcome;
     if (left_at >= 0 && left_at < static_cast<int64_t>(fn.after_store.size()) && fn.after_store[left_at]) {
       ++g_effects;
     }
@@ -693,7 +693,7 @@ enter_jit : {
     goto done;
   }
   if (outcome < kJitReturned) {
-    ip = code + kJitErrorPc(outcome);
+    ip = code + JitErrorPc(outcome);
     goto error;
   }
   ip = code + outcome;

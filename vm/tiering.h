@@ -7,7 +7,7 @@
 //   kJitReturned        the function returned; the result is stored
 //   pc >= 0             continue interpreting at pc (a side exit: the interpreter
 //                       re-executes that instruction, raising if it must)
-//   kJitErrorAt(pc)     a Python exception is set, raised at pc
+//   JitErrorAt(pc)      a Python exception is set, raised at pc
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,8 @@ struct JitCallContext {
 };
 
 inline constexpr int64_t kJitReturned = -1;
-inline constexpr int64_t kJitErrorAt(int64_t pc) { return -pc - 2; }
-inline constexpr int64_t kJitErrorPc(int64_t code) { return -code - 2; }
+inline constexpr int64_t JitErrorAt(int64_t pc) { return -pc - 2; }
+inline constexpr int64_t JitErrorPc(int64_t code) { return -code - 2; }
 
 enum class JitMode : uint8_t { kOff, kHot, kEager };
 
