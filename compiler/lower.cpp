@@ -206,6 +206,9 @@ class Lowering {
 
 // ---- Registers and constants -----------------------------------------------------------------
 
+// A temporary register of `kind` (and element type, for a buffer), live until
+// the enclosing TempScope ends. Freed temporaries of the same type are reused
+// first, so that a long function does not run out of its 256 registers.
 int Lowering::Temp(Kind kind, ElemType elem) {
   RegisterType type{kind, kind == Kind::kBuffer ? elem : ElemType::kNone};
   std::set<int>& free = free_[TypeCode(type)];
@@ -221,6 +224,8 @@ int Lowering::Temp(Kind kind, ElemType elem) {
   return reg;
 }
 
+// A run of consecutive temporaries of exactly `types`, as the span operands
+// of calls and displays (sO, rX) need; returns the first register.
 int Lowering::Span(const std::vector<RegisterType>& types) {
   // Reuse a run of free temporaries of exactly these types, else take fresh ones.
   int count = static_cast<int>(types.size());
@@ -246,6 +251,9 @@ int Lowering::Span(const std::vector<RegisterType>& types) {
   return first;
 }
 
+// The constant register holding the int `value`, one per distinct value.
+// Constant registers are numbered from kConstantBase until Finish lays them
+// out after the parameters; the interpreter copies them in at every call.
 int Lowering::ConstInt(int64_t value) {
   auto it = int_constants_.find(value);
   if (it != int_constants_.end()) return it->second;
@@ -255,6 +263,8 @@ int Lowering::ConstInt(int64_t value) {
   return reg;
 }
 
+// The constant register holding the float `value`. Keyed by bit pattern, so
+// that 0.0 and -0.0 (equal as doubles) and every NaN stay distinct.
 int Lowering::ConstFloat(double value) {
   uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);
@@ -266,6 +276,8 @@ int Lowering::ConstFloat(double value) {
   return reg;
 }
 
+// The index of `object` among the function's object constants (the K
+// operands), taking a reference the first time.
 int Lowering::ObjectIndex(PyObject* object) {
   for (size_t i = 0; i < objects_.size(); ++i) {
     // Identical constants share a slot; equal ones of different types (1 and
@@ -276,6 +288,7 @@ int Lowering::ObjectIndex(PyObject* object) {
   return static_cast<int>(objects_.size()) - 1;
 }
 
+// The constant register holding `object` (an int beyond 64 bits, a str, None, ...).
 int Lowering::ConstObject(PyObject* object) {
   auto it = object_constants_.find(object);
   if (it != object_constants_.end()) return it->second;
@@ -285,6 +298,8 @@ int Lowering::ConstObject(PyObject* object) {
   return reg;
 }
 
+// The object constant holding `name` as an interned str: the K operand of
+// LOAD_GLOBAL, LOAD_ATTR, CHECK_BOUND_* and the other instructions that name something.
 int Lowering::NameIndex(const std::string& name) {
   auto it = names_.find(name);
   if (it != names_.end()) return it->second;
@@ -295,12 +310,21 @@ int Lowering::NameIndex(const std::string& name) {
   return index;
 }
 
+// Emits the store of 1 into local `slot`'s bound flag, for a local the
+// checker found may be read before it is assigned (the flag is what
+// CHECK_BOUND_I tests to raise UnboundLocalError as Python does).
 void Lowering::SetBound(int slot) {
   if (bound_flags_[slot] >= 0) Emit(Op::MOVE_I, bound_flags_[slot], ConstInt(1));
 }
 
 // ---- Values -----------------------------------------------------------------------------------------
 
+// Converts the value in `reg` from type `from` to `to`, into `target` if given:
+// nothing or a MOVE for the same register kind, BOX_* into an object, I2F or
+// UNBOX_F into a float, UNBOX_I or UNBOX_B from an object into an int. The
+// checker admits only these conversions (an int where a float is expected is
+// promoted as Python's arithmetic promotes it; an UNBOX_* raises at run time
+// when the object does not convert).
 int Lowering::Coerce(int reg, Type from, Type to, int target) {
   Kind from_kind = from.kind_of_register();
   Kind to_kind = to.kind_of_register();
@@ -335,12 +359,18 @@ int Lowering::Coerce(int reg, Type from, Type to, int target) {
   return reg;
 }
 
+// Evaluates `expr` into the register `dest` of type `dest_type`, computing
+// directly into it when the register kinds agree (no extra MOVE).
 void Lowering::ValueInto(const Expr& expr, int dest, Type dest_type) {
   bool same_kind = expr.type.kind_of_register() == dest_type.kind_of_register();
   int reg = ValueOf(expr, same_kind ? dest : -1);
   Coerce(reg, expr.type, dest_type, dest);
 }
 
+// Emits the code that evaluates `expr` and returns the register holding its
+// value: a constant register for literals, the local's own register for a
+// local, else `target` when it has the right kind, or a new temporary. Every
+// instruction emitted carries the expression's line, for tracebacks.
 int Lowering::ValueOf(const Expr& expr, int target) {
   int saved_line = line_;
   if (expr.loc.line > 0) line_ = expr.loc.line;
@@ -374,6 +404,11 @@ int Lowering::ValueOf(const Expr& expr, int target) {
   return reg;
 }
 
+// A name, as the checker resolved it: a local's register (after a
+// CHECK_BOUND_* when it may be unbound, so that the read raises
+// UnboundLocalError as in Python), a typed global's register (loaded once at
+// entry), a folded math constant, or LOAD_GLOBAL, which looks in the module's
+// globals and then the builtins at every read, as Python does.
 int Lowering::EmitName(const Expr& expr, int target) {
   switch (expr.resolution) {
     case Resolution::kLocal: {
@@ -396,6 +431,7 @@ int Lowering::EmitName(const Expr& expr, int target) {
   }
 }
 
+// `base.name`: a folded math constant (math.pi), or LOAD_ATTR on the object.
 int Lowering::EmitAttribute(const Expr& expr, int target) {
   if (expr.resolution == Resolution::kMathConstant) return ConstFloat(expr.float_value);
   int base = ObjectValue(*expr.children[0]);
@@ -404,6 +440,8 @@ int Lowering::EmitAttribute(const Expr& expr, int target) {
   return dest;
 }
 
+// `lo:hi` or `lo:hi:step` inside a subscript: BUILD_SLICE over two or three
+// object registers, None for an omitted part, as Python builds slice objects.
 int Lowering::EmitSlice(const Expr& expr, int target) {
   int count = expr.children[2] ? 3 : 2;
   int span = ObjectSpan(count);
@@ -416,6 +454,9 @@ int Lowering::EmitSlice(const Expr& expr, int target) {
   return dest;
 }
 
+// `base[index]`: a typed element load for a Buffer indexed by a number (see
+// LoadElement), else GETITEM on objects (a slice of a buffer included, which
+// the exporter itself answers).
 int Lowering::EmitSubscript(const Expr& expr, int target) {
   const Expr& base = *expr.children[0];
   const Expr& index = *expr.children[1];
@@ -430,6 +471,10 @@ int Lowering::EmitSubscript(const Expr& expr, int target) {
   return dest;
 }
 
+// Whether `index` is `base + offset` over two integral values, the shape of
+// row-major access buf[row * n + j]; if so, evaluates both operands for the
+// LOADX/STOREX forms, which add and check the index in one instruction (the
+// sum's overflow still raises as `base + offset` would).
 bool Lowering::FusedIndex(const Expr& index, int* base, int* offset) {
   if (index.kind != ExprKind::kBinary || index.bin_op != BinOp::kAdd || !index.type.is_int()) return false;
   const Expr& left = *index.children[0];
@@ -454,6 +499,8 @@ int Lowering::IndexValue(const Expr& index, int buffer) {
   return dest;
 }
 
+// `buffer[index]` read: LOADX_F64/LOADX_I64 for a fused `base + i` index into
+// a float64 or int64 buffer, else LoadElementAt.
 int Lowering::LoadElement(int buffer, Type buffer_type, const Expr& index, int target) {
   ElemType elem = buffer_type.elem;
   int base, offset;
@@ -466,6 +513,9 @@ int Lowering::LoadElement(int buffer, Type buffer_type, const Expr& index, int t
   return LoadElementAt(buffer, buffer_type, IndexValue(index, buffer), target);
 }
 
+// `buffer[index]` read with the index in a register: LOAD_F64 or LOAD_I64 for
+// the common element types, LOAD_F or LOAD_I (which convert the element to a
+// double or an int64) for the others.
 int Lowering::LoadElementAt(int buffer, Type buffer_type, int index, int target) {
   ElemType elem = buffer_type.elem;
   bool is_float = InfoOf(elem).is_float;
@@ -478,6 +528,9 @@ int Lowering::LoadElementAt(int buffer, Type buffer_type, int index, int target)
   return dest;
 }
 
+// `buffer[index] = value`: STOREX_F64/STOREX_I64 for a fused index, else
+// StoreElementAt. The value is converted to the element's register kind first
+// (an int stored into a float buffer is promoted, as Python's float(x)).
 void Lowering::StoreElement(int buffer, Type buffer_type, const Expr& index, int value, Type value_type) {
   ElemType elem = buffer_type.elem;
   int base, offset;
@@ -490,6 +543,9 @@ void Lowering::StoreElement(int buffer, Type buffer_type, const Expr& index, int
   StoreElementAt(buffer, buffer_type, IndexValue(index, buffer), value, value_type);
 }
 
+// `buffer[index] = value` with the index in a register: STORE_F64, STORE_I64,
+// or STORE_F/STORE_I, which check that the value fits a narrower element and
+// raise what the exporter raises if not.
 void Lowering::StoreElementAt(int buffer, Type buffer_type, int index, int value, Type value_type) {
   ElemType elem = buffer_type.elem;
   bool is_float = InfoOf(elem).is_float;
@@ -501,6 +557,10 @@ void Lowering::StoreElementAt(int buffer, Type buffer_type, int index, int value
   Emit(op, buffer, index, converted);
 }
 
+// A call, by what the checker resolved the callee to: a typed call of a
+// compiled function of this module, a math function, a builtin with a typed
+// form (len, abs, min, int, ...), or a dynamic call through the C API; a
+// builtin called dynamically whose result type is known is unboxed after.
 int Lowering::EmitCall(const Expr& expr, int target) {
   switch (expr.resolution) {
     case Resolution::kFunction: return EmitTypedCall(expr, target);
@@ -516,6 +576,12 @@ int Lowering::EmitCall(const Expr& expr, int target) {
   }
 }
 
+// A call of a compiled function of this module: CALL_FN over a span of
+// registers of the callee's parameter kinds. Arguments are evaluated in source
+// order (positional, then keywords, as Python evaluates them), then placed by
+// the binding the checker computed; an omitted parameter gets its default,
+// which the checker required to be a literal. The result register has the
+// callee's result kind.
 int Lowering::EmitTypedCall(const Expr& expr, int target) {
   const FunctionInfo& callee = module_.functions[expr.index];
   std::vector<RegisterType> types;
@@ -549,6 +615,10 @@ int Lowering::EmitTypedCall(const Expr& expr, int target) {
   return dest;
 }
 
+// A call of a math function with a typed form: SQRT_F, or MATH_F, MATH_FF,
+// MATH_FI, MATH_FB with the function's id in D. Arguments are converted to
+// float first, as the math module converts them; floor, ceil and trunc of an
+// int return the int itself, as in Python.
 int Lowering::EmitMathCall(const Expr& expr, int target) {
   const MathInfo& info = kMathInfo[expr.index];
   std::vector<int> args;
@@ -584,6 +654,9 @@ int Lowering::EmitMathCall(const Expr& expr, int target) {
   return args[0];
 }
 
+// The truth value of `reg` as a bool register, by Python's rules: nonzero for
+// an int or a float (TRUTH_I, TRUTH_F), the bool itself, and bool(x) through
+// the C API for anything else (TRUTH_O, which may run __bool__ or __len__).
 int Lowering::Truth(int reg, Type type) {
   switch (type.kind) {
     case TypeKind::kInt: {
@@ -606,6 +679,11 @@ int Lowering::Truth(int reg, Type type) {
   }
 }
 
+// A builtin the checker typed: len of a buffer (LEN_U), int of a float (F2I,
+// truncating and raising for inf and nan as int() does), float and bool
+// conversions, abs (ABS_I raises OverflowError for the minimum int, where
+// Python's would grow), and min/max of numbers folded left to right, so that
+// ties keep the first argument as Python's min and max do.
 int Lowering::EmitBuiltinCall(const Expr& expr, int target) {
   auto builtin = static_cast<Builtin>(expr.index);
   std::vector<int> args;
@@ -652,6 +730,11 @@ int Lowering::EmitBuiltinCall(const Expr& expr, int target) {
   return args.empty() ? ConstNone() : args[0];
 }
 
+// A call through the C API, for callees the checker could not type: a method
+// call without keywords is CALL_METHOD (the receiver and the arguments in one
+// span, the method looked up by name); anything else evaluates the callee,
+// then the arguments and keyword values in source order, into one span for
+// CALL_O, or CALL_KW with the keyword names as a tuple constant.
 int Lowering::EmitDynamicCall(const Expr& expr, int target) {
   const Expr& callee = *expr.children[0];
   int num_args = static_cast<int>(expr.children.size()) - 1;
@@ -696,6 +779,12 @@ int Lowering::EmitDynamicCall(const Expr& expr, int target) {
   return dest;
 }
 
+// A binary operator over two registers, by the result type the checker gave
+// it: BINARY_O through the C API for objects (the in-place form for `x op= y`,
+// so that lists extend in place as in Python); the _I instructions for ints
+// and bools, which raise OverflowError where Python's int would grow past 64
+// bits; TRUEDIV_I for int / int, correctly rounded as Python's is; and the _F
+// instructions after promoting an int operand to float, as Python promotes it.
 int Lowering::EmitArithmetic(BinOp op, int left, Type left_type, int right, Type right_type, Type result, int target,
                              bool in_place) {
   if (result.is_object()) {
@@ -757,6 +846,10 @@ static bool SamePureValue(const Expr& a, const Expr& b) {
   }
 }
 
+// `left op right`: both operands in source order, then EmitArithmetic. An
+// operator whose operands are spelled alike and pure evaluates the operand
+// once (SamePureValue): Python would compute the same value, and any error,
+// from the first evaluation.
 int Lowering::EmitBinary(const Expr& expr, int target) {
   const Expr& left = *expr.children[0];
   const Expr& right = *expr.children[1];
@@ -766,6 +859,9 @@ int Lowering::EmitBinary(const Expr& expr, int target) {
   return EmitArithmetic(expr.bin_op, l, left.type, r, right.type, expr.type, target, false);
 }
 
+// `not x` as a branch that stores True or False (Branch picks the cheapest
+// test), `-x`, `+x`, `~x` as NEG_I/NEG_F/INVERT_I on numbers (unary plus is
+// the value itself) and UNARY_O on objects.
 int Lowering::EmitUnary(const Expr& expr, int target) {
   const Expr& operand = *expr.children[0];
   if (expr.un_op == UnOp::kNot) {
@@ -799,6 +895,9 @@ int Lowering::EmitUnary(const Expr& expr, int target) {
   return dest;
 }
 
+// `a and b` / `a or b` as a value: each operand into one register, jumping
+// out at the first falsy (and) or truthy (or) one, so that the result is that
+// operand itself, as in Python, and later operands are not evaluated.
 int Lowering::EmitBoolOp(const Expr& expr, int target) {
   Type type = expr.type;
   int dest = Destination(target, type.kind_of_register());
@@ -815,6 +914,12 @@ int Lowering::EmitBoolOp(const Expr& expr, int target) {
   return Coerce(dest, type, type, target);
 }
 
+// One comparison `left op right` as a value: IS_O and CONTAINS_O (with NOT
+// for `is not` and `not in`), COMPARE_O through the C API when an operand is
+// not a number (its result may be any object, as rich comparisons may return),
+// and else a bool from the _I, _F or mixed _FI instructions. Greater-than
+// forms swap their operands; mixed comparisons put the float first and
+// compare exact values, as CPython does, even beyond 2**53.
 int Lowering::EmitComparePair(CmpOp op, int left, Type left_type, int right, Type right_type, int target) {
   switch (op) {
     case CmpOp::kIs:
@@ -867,6 +972,10 @@ int Lowering::EmitComparePair(CmpOp op, int left, Type left_type, int right, Typ
   return dest;
 }
 
+// A comparison, possibly chained (`a < b < c`): a bool result is built from
+// Branch, which evaluates each middle operand once and stops at the first
+// false link; an object result holds each link's own result and stops at the
+// first falsy one, which is what Python returns.
 int Lowering::EmitCompare(const Expr& expr, int target) {
   if (expr.type.is_bool()) {
     if (expr.cmp_ops.size() == 1) {
@@ -910,6 +1019,7 @@ int Lowering::EmitCompare(const Expr& expr, int target) {
   return Coerce(dest, Type::Object(), Type::Object(), target);
 }
 
+// `a if cond else b`: a branch on `cond`, each arm evaluated into one register.
 int Lowering::EmitIfExp(const Expr& expr, int target) {
   Type type = expr.type;
   int dest = Temp(type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone);
@@ -924,6 +1034,9 @@ int Lowering::EmitIfExp(const Expr& expr, int target) {
   return Coerce(dest, type, type, target);
 }
 
+// A tuple, list, set or dict display: the items, in source order, into one
+// span for BUILD_TUPLE, BUILD_LIST, BUILD_SET or BUILD_DICT (a dict's span
+// alternates keys and values).
 int Lowering::EmitDisplay(const Expr& expr, int target) {
   // A long display is built in chunks joined with + or |, which give the same
   // object (later dict keys win, earlier set members stay), so that registers
@@ -954,6 +1067,8 @@ int Lowering::EmitDisplay(const Expr& expr, int target) {
   return Coerce(dest, Type::Object(), Type::Object(), target);
 }
 
+// One replacement field of an f-string, `{value!conv:spec}`: FORMAT, or
+// FORMAT_SPEC when there is a spec (itself an f-string evaluated first).
 int Lowering::EmitFormatted(const Expr& expr, int target) {
   int value = ObjectValue(*expr.children[0]);
   int dest = Destination(target, Kind::kObject);
@@ -966,6 +1081,9 @@ int Lowering::EmitFormatted(const Expr& expr, int target) {
   return dest;
 }
 
+// An f-string: its literal parts and formatted fields into one span, joined by
+// BUILD_STRING; a lone field is just its FORMAT, and an empty f-string the
+// constant ''.
 int Lowering::EmitJoinedStr(const Expr& expr, int target) {
   int count = static_cast<int>(expr.children.size());
   if (count == 1 && expr.children[0]->kind == ExprKind::kFormatted) return EmitFormatted(*expr.children[0], target);
@@ -984,6 +1102,13 @@ int Lowering::EmitJoinedStr(const Expr& expr, int target) {
 
 // ---- Conditions ---------------------------------------------------------------------------------
 
+// Jumps to `label` when `left op right` is `when`, with one fused
+// compare-and-branch for numbers. Negating an integer comparison swaps and
+// complements it (not a < b is b <= a); a float comparison cannot be negated
+// that way, since both are false when either operand is a NaN, so it uses the
+// JN* instructions. Mixed int/float comparisons put the float first; their
+// equality goes through EQ_FI/NE_FI and a JT/JF. Anything else compares
+// through the C API and tests the result's truth.
 void Lowering::CompareBranch(CmpOp op, int left, Type left_type, int right, Type right_type, bool when,
                              Label* label) {
   bool numeric = left_type.is_numeric() && right_type.is_numeric() && op != CmpOp::kIs && op != CmpOp::kIsNot &&
@@ -1041,6 +1166,12 @@ void Lowering::CompareBranch(CmpOp op, int left, Type left_type, int right, Type
   EmitJump((when ? kTrue : kFalse)[static_cast<int>(effective)], f, i, 0, label);
 }
 
+// Jumps to `label` when the truth of `expr` is `when`, without materializing a
+// bool where it can: a constant jumps or not, `not x` flips `when`, `and`/`or`
+// branch operand by operand (short-circuiting as Python does), a comparison
+// becomes fused compare-and-branch instructions (a chain evaluates each middle
+// operand once, copied when a later link could change it), None is always
+// false, and any other value is tested by its truth (JT/JF).
 void Lowering::Branch(const Expr& expr, bool when, Label* label) {
   int saved_line = line_;
   if (expr.loc.line > 0) line_ = expr.loc.line;
@@ -1102,6 +1233,8 @@ void Lowering::Branch(const Expr& expr, bool when, Label* label) {
 
 // ---- Statements ---------------------------------------------------------------------------------
 
+// The statements of a block, each in its own TempScope: temporaries do not
+// outlive the statement that made them.
 void Lowering::Block(const std::vector<StmtPtr>& body) {
   for (const StmtPtr& stmt : body) {
     TempScope scope(this);
@@ -1109,6 +1242,11 @@ void Lowering::Block(const std::vector<StmtPtr>& body) {
   }
 }
 
+// One statement. `if` branches around its body (the jump over `else` left out
+// when the body cannot fall through), `assert` jumps over ASSERT_FAIL when the
+// test holds, `raise` is RAISE, break and continue jump to the enclosing
+// loop's labels; loops, assignments, returns and imports have their own
+// functions. Nested defs never reach here (their function falls back).
 void Lowering::Statement(const Stmt& stmt) {
   line_ = stmt.loc.line;
   switch (stmt.kind) {
@@ -1168,6 +1306,11 @@ void Lowering::Statement(const Stmt& stmt) {
   }
 }
 
+// `targets = value`. `a, b = b, a` evaluates every value before storing any,
+// as Python builds the tuple first; a Buffer local assigned an object borrows
+// a view of it (BORROW_U); anything else evaluates the value once (into the
+// local's own register when there is one target) and stores it into each
+// target, left to right, as Python does.
 void Lowering::Assign(const Stmt& stmt) {
   const Expr& value = *stmt.value;
   const Expr& first = *stmt.targets[0];
@@ -1211,6 +1354,11 @@ void Lowering::BorrowInto(int slot, int object) {
   Emit(Op::BORROW_U, LocalRegister(slot), object, 0, NameIndex(fn_.locals[slot].name));
 }
 
+// Stores `value` into one assignment target: a local's register (converted
+// to the local's type, and its bound flag set), STORE_GLOBAL for a `global`
+// name, a buffer element, SETITEM or STORE_ATTR on objects, and UNPACK into a
+// span for a tuple or list target (exactly that many items, or ValueError, as
+// in Python), each item stored in turn.
 void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
   int saved = line_;
   if (target.loc.line > 0) line_ = target.loc.line;
@@ -1259,6 +1407,12 @@ void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
   line_ = saved;
 }
 
+// `target op= value`. The target is read once, then the value evaluated, as
+// CPython does: a local through EmitArithmetic (in place for objects, so that
+// `xs += ys` extends a list), a global through LOAD_GLOBAL/STORE_GLOBAL,
+// `buf[k] += v` as ADDTO_F64/ADDTO_I64 when v cannot raise (else load,
+// combine, store at the index computed once), and items and attributes of
+// objects through the C API with the in-place operator.
 void Lowering::AugAssign(const Stmt& stmt) {
   const Expr& target = *stmt.targets[0];
   const Expr& value = *stmt.value;
@@ -1339,6 +1493,10 @@ void Lowering::AugAssign(const Stmt& stmt) {
   }
 }
 
+// `while test: body else: orelse`: the test at the top (branching to the
+// else block when false), the body, and a LOOP back edge, which counts toward
+// tiering and checks for Ctrl-C. `break` jumps past the else block, as in
+// Python; `continue` to the back edge.
 void Lowering::While(const Stmt& stmt) {
   Label* top = NewLabel();
   Label* bottom = NewLabel();
@@ -1360,6 +1518,8 @@ void Lowering::While(const Stmt& stmt) {
   Bind(done);
 }
 
+// Whether any statement of `body` (nested blocks included) binds `name`: as an
+// assignment target, a loop target or an import.
 bool Lowering::AssignedIn(const std::vector<StmtPtr>& body, const std::string& name) const {
   std::function<bool(const Expr&)> target_names = [&](const Expr& target) {
     if (target.kind == ExprKind::kName) return target.text == name;
@@ -1452,6 +1612,11 @@ void Lowering::FindLoopPrivateLocals() {
   }
 }
 
+// `for target in iter: body else: orelse`, by what is iterated:
+// enumerate/zip forms over buffers and ranges (ForCounted), reversed(range)
+// (ForReversed), range with one to three arguments (ForRange), a Buffer
+// (ForBuffer, by index), and anything else through Python's iterator protocol
+// (ForObject).
 void Lowering::For(const Stmt& stmt) {
   const Expr& iter = *stmt.value;
   if (stmt.iter_form == IterForm::kEnumerate || stmt.iter_form == IterForm::kEnumerateZip ||
@@ -1477,6 +1642,15 @@ void Lowering::For(const Stmt& stmt) {
   }
 }
 
+// `for i in range(start, stop, step)` as a counted loop: start, stop and step
+// are evaluated once, before the loop, as range() evaluates them (stop and
+// step copied when the body could reassign them). A step of one uses JLE_I
+// and FORLOOP_INC, any other FORPREP (which raises ValueError for a zero
+// step, as range() does) and FORLOOP. The counter never advances past the
+// last value, so it cannot overflow; the target is assigned from it at the
+// top of each iteration, or is the counter itself when nothing can tell the
+// difference (FindLoopPrivateLocals). An empty range leaves the target
+// unassigned, as in Python.
 void Lowering::ForRange(const Stmt& stmt) {
   const Expr& iter = *stmt.value;
   const Expr& target = *stmt.targets[0];
@@ -1529,6 +1703,11 @@ void Lowering::ForRange(const Stmt& stmt) {
   Bind(done);
 }
 
+// `for x in buf` over a Buffer: a counted loop (FORLOOP_INC) over the indexes
+// 0 .. len(buf) - 1, the length read once before the loop (a borrowed view
+// cannot be resized while the call holds it), loading each element into the
+// target. The loop keeps the view it started with even if the body rebinds
+// the name, as Python's iterator keeps its object.
 void Lowering::ForBuffer(const Stmt& stmt, int buffer, Type buffer_type) {
   const Expr& target = *stmt.targets[0];
   if (buffer < kConstantBase && !IsTemp(buffer)) {
@@ -1907,6 +2086,9 @@ void Lowering::ForReversed(const Stmt& stmt) {
   Bind(done);
 }
 
+// `for x in obj` through Python's protocol: GET_ITER once, then FOR_ITER at the
+// top of each iteration (which leaves for the else block when the iterator is
+// exhausted), the item stored into the target, the body, and a LOOP back edge.
 void Lowering::ForObject(const Stmt& stmt, int iterable) {
   int iterator = Temp(Kind::kObject);
   Emit(Op::GET_ITER, iterator, iterable);
@@ -1933,6 +2115,10 @@ void Lowering::ForObject(const Stmt& stmt, int iterable) {
   Bind(done);
 }
 
+// `return value` as RET_I, RET_F or RET_O by the function's result kind
+// (converting the value to the declared result type first), RET_NONE for a
+// bare return or `return None` in a function returning None. A bare return
+// in a typed function cannot occur: the checker refuses it.
 void Lowering::Return(const Stmt& stmt) {
   Type result = fn_.result;
   if (!stmt.value) {
@@ -1951,6 +2137,9 @@ void Lowering::Return(const Stmt& stmt) {
   }
 }
 
+// `import a.b` binds the top-level package `a` (IMPORT returns it, as
+// __import__ does); `import a.b as c` binds the submodule, reached by
+// LOAD_ATTR from the package, as Python binds it.
 void Lowering::Import(const Stmt& stmt) {
   for (const auto& [module, as_name] : stmt.names) {
     std::string bound = as_name.empty() ? module.substr(0, module.find('.')) : as_name;
@@ -1973,6 +2162,11 @@ void Lowering::Import(const Stmt& stmt) {
 
 // ---- Driver -------------------------------------------------------------------------------------
 
+// Lowers the whole function: one register per local (parameters first, in
+// order), a bound flag for each int or float local that may be read before it
+// is assigned, typed module constants loaded once at entry, then the body. A
+// function that can fall off its end gets the return Python would do (None;
+// 0 for a typed result, which the checker proves cannot be reached).
 absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
   free_.resize(kKindCount * kElemTypeCount);
   // Parameters, then locals.
@@ -2027,6 +2221,11 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
   return Finish();
 }
 
+// Lays the virtual registers out as the VM expects (parameters, constants,
+// then locals and temporaries), failing if they exceed the 8-bit register
+// operands, resolves labels to pcs, renumbers every register operand by its
+// mode in opcodes.def, and records which buffer parameters the code stores
+// into, so that calls ask for writable views.
 absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
   const int num_params = static_cast<int>(fn_.def->params.size());
   const int num_constants = static_cast<int>(constants_.size());
@@ -2101,6 +2300,7 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
 
 }  // namespace
 
+// See compiler/lower.h.
 absl::StatusOr<std::unique_ptr<FunctionCode>> LowerFunction(const ModuleInfo& module, const FunctionInfo& fn) {
   Lowering lowering(module, fn);
   absl::StatusOr<std::unique_ptr<FunctionCode>> result = lowering.Run();
