@@ -51,6 +51,7 @@ class Lowering {
   int TempFor(Type type) { return Temp(type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone); }
   int Span(const std::vector<RegisterType>& types);
   int ObjectSpan(int count) { return Span(std::vector<RegisterType>(count, {Kind::kObject, ElemType::kNone})); }
+  // The kind of a virtual register: a constant's, or the register's own.
   RegisterType TypeOf(int reg) const {
     return reg >= kConstantBase ? RegisterType{constants_[reg - kConstantBase].kind, ElemType::kNone} : registers_[reg];
   }
@@ -69,6 +70,7 @@ class Lowering {
     code_.push_back({op, a, b, c, d, line_});
     return static_cast<int>(code_.size()) - 1;
   }
+  // Emits a jump to `label`, whose pc Finish fills in once it is bound.
   void EmitJump(Op op, int a, int b, int c, Label* label) {
     int at = Emit(op, a, b, c, 0);
     label->uses.push_back(at);
@@ -89,6 +91,8 @@ class Lowering {
   void ValueInto(const Expr& expr, int dest, Type dest_type);
   int Coerce(int reg, Type from, Type to, int target = -1);
   int ObjectValue(const Expr& expr, int target = -1) { return Coerce(ValueOf(expr), expr.type, Type::Object(), target); }
+  // Where an expression's value goes: the caller's `target` when it has the
+  // right kind (so `x = a + b` computes straight into x), else a temporary.
   int Destination(int target, Kind kind, ElemType elem = ElemType::kNone) {
     if (target >= 0 && TypeOf(target).kind == kind && target < kConstantBase) return target;
     return Temp(kind, elem);
@@ -1544,6 +1548,8 @@ bool Lowering::AssignedIn(const std::vector<StmtPtr>& body, const std::string& n
   return false;
 }
 
+// Finds the range-loop targets that may be the loop's counter itself
+// (loop_private_), which saves a MOVE per iteration.
 void Lowering::FindLoopPrivateLocals() {
   // A range loop may count in its target variable directly, even though an
   // empty range must leave the variable untouched, when nothing can observe the
