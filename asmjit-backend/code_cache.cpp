@@ -74,7 +74,8 @@ StatusOr<int> LoadMachineCode(const ModuleCode& module, std::string_view data, s
   if (!r.ok() || !r.at_end()) return Status::Error("bad machine-code entry");
   for (const Piece& piece : pieces) {
     std::string error;
-    if (!InstallBlob(*module.functions[piece.index], reinterpret_cast<const uint8_t*>(piece.bytes.data()),
+    const FunctionCode& fn = *module.functions[piece.index];
+    if (!InstallBlob(fn, fn.runtime.get(), reinterpret_cast<const uint8_t*>(piece.bytes.data()),
                      piece.bytes.size(), piece.entry, &error)) {
       return Status::Error(error);
     }

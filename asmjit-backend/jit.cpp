@@ -136,6 +136,11 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
 #endif
   CodeGen<NativeBackend> generator(backend, fn);
   generator.Generate();
+  if (!generator.missing().empty()) {
+    *error = Format("no machine code for %s, which vm/opcodes.def flags JIT",
+                    std::string(InfoOf(generator.missing()[0]).name).c_str());
+    return false;
+  }
   if (backend.compiler().finalize() != asmjit::kErrorOk || !errors.first.empty()) {
     *error = "asmjit: " + (errors.first.empty() ? std::string("finalize failed") : errors.first);
     return false;
@@ -144,7 +149,8 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
   return CopyRelocatable(code, backend.entry_label(), blob, error);
 }
 
-bool InstallBlob(const FunctionCode& fn, const uint8_t* bytes, size_t size, uint64_t entry, std::string* error) {
+bool InstallBlob(const FunctionCode& fn, FunctionRuntime* runtime, const uint8_t* bytes, size_t size, uint64_t entry,
+                 std::string* error) {
   if (entry >= size) {
     *error = "the entry lies outside the code";
     return false;
@@ -163,13 +169,13 @@ bool InstallBlob(const FunctionCode& fn, const uint8_t* bytes, size_t size, uint
     return false;
   }
   __builtin___clear_cache(static_cast<char*>(memory), static_cast<char*>(memory) + size);
-  if (fn.jit_memory != nullptr) munmap(fn.jit_memory, fn.jit_size);
-  fn.jit_memory = memory;
-  fn.jit_size = mapped;
-  fn.jit_entry = reinterpret_cast<JitFunction>(static_cast<char*>(memory) + entry);
-  fn.jit_enters_at_start = Covers(fn, fn.code[0]);
-  fn.jit_loop_entries = LoopEntries(fn);
-  fn.jit_state = JitState::kCompiled;
+  if (runtime->jit_memory != nullptr) munmap(runtime->jit_memory, runtime->jit_size);
+  runtime->jit_memory = memory;
+  runtime->jit_size = mapped;
+  runtime->jit_entry = reinterpret_cast<JitFunction>(static_cast<char*>(memory) + entry);
+  runtime->jit_enters_at_start = Covers(fn, fn.code[0]);
+  runtime->jit_loop_entries = LoopEntries(fn);
+  runtime->jit_state = JitState::kCompiled;
   return true;
 }
 
@@ -178,8 +184,8 @@ bool CompileAndInstall(const FunctionCode& fn, const char* trigger) {
   clock_gettime(CLOCK_MONOTONIC, &start);
   Blob blob;
   std::string error;
-  if (!CompileBlob(fn, &blob, nullptr, &error) || !InstallBlob(fn, blob.bytes.data(), blob.bytes.size(), blob.entry, &error)) {
-    fn.jit_state = JitState::kUnavailable;
+  if (!CompileBlob(fn, &blob, nullptr, &error) || !InstallBlob(fn, fn.runtime.get(), blob.bytes.data(), blob.bytes.size(), blob.entry, &error)) {
+    fn.runtime->jit_state = JitState::kUnavailable;
     Report(Format("jit: %s stays on the interpreter: %s", fn.qualname.c_str(), error.c_str()));
     return false;
   }
@@ -198,7 +204,7 @@ uint64_t NowNs() {
 
 void StopWaiting(const ModuleCode& module, JitState state) {
   for (const auto& fn : module.functions) {
-    if (fn->jit_state == JitState::kPending) fn->jit_state = state;
+    if (fn->runtime->jit_state == JitState::kPending) fn->runtime->jit_state = state;
   }
 }
 

@@ -26,8 +26,10 @@ std::string Target();
 // assembly.
 bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::string* error);
 
-// Maps `blob` executable and makes it `fn`'s machine code.
-bool InstallBlob(const FunctionCode& fn, const uint8_t* bytes, size_t size, uint64_t entry, std::string* error);
+// Maps `blob` executable and makes it `fn`'s machine code, in `runtime` (the
+// function's runtime state, fn.runtime): the code itself is not changed.
+bool InstallBlob(const FunctionCode& fn, FunctionRuntime* runtime, const uint8_t* bytes, size_t size, uint64_t entry,
+                 std::string* error);
 
 // Compiles and installs; what the tiering hook runs. `trigger` says why.
 bool CompileAndInstall(const FunctionCode& fn, const char* trigger);

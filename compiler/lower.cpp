@@ -51,6 +51,7 @@ class Lowering {
   int TempFor(Type type) { return Temp(type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone, type.ndim); }
   int Span(const std::vector<RegisterType>& types);
   int ObjectSpan(int count) { return Span(std::vector<RegisterType>(count, {Kind::kObject, ElemType::kNone})); }
+  // The kind of a virtual register: a constant's, or the register's own.
   RegisterType TypeOf(int reg) const {
     return reg >= kConstantBase ? RegisterType{constants_[reg - kConstantBase].kind, ElemType::kNone} : registers_[reg];
   }
@@ -69,6 +70,7 @@ class Lowering {
     code_.push_back({op, a, b, c, d, line_});
     return static_cast<int>(code_.size()) - 1;
   }
+  // Emits a jump to `label`, whose pc Finish fills in once it is bound.
   void EmitJump(Op op, int a, int b, int c, Label* label) {
     int at = Emit(op, a, b, c, 0);
     label->uses.push_back(at);
@@ -85,10 +87,12 @@ class Lowering {
   }
 
   // ---- Values ----
-  int Value(const Expr& expr, int target = -1);
+  int ValueOf(const Expr& expr, int target = -1);
   void ValueInto(const Expr& expr, int dest, Type dest_type);
   int Coerce(int reg, Type from, Type to, int target = -1);
-  int ObjectValue(const Expr& expr, int target = -1) { return Coerce(Value(expr), expr.type, Type::Object(), target); }
+  int ObjectValue(const Expr& expr, int target = -1) { return Coerce(ValueOf(expr), expr.type, Type::Object(), target); }
+  // Where an expression's value goes: the caller's `target` when it has the
+  // right kind (so `x = a + b` computes straight into x), else a temporary.
   int Destination(int target, Kind kind, ElemType elem = ElemType::kNone) {
     if (target >= 0 && TypeOf(target).kind == kind && target < kConstantBase) return target;
     return Temp(kind, elem);
@@ -208,6 +212,10 @@ class Lowering {
 
 // ---- Registers and constants -----------------------------------------------------------------
 
+// A temporary register of `kind` (and element type and dimensions, for a
+// buffer), live until the enclosing TempScope ends. Freed temporaries of the
+// same type are reused first, so that a long function does not run out of its
+// 256 registers.
 int Lowering::Temp(Kind kind, ElemType elem, int ndim) {
   RegisterType type{kind, kind == Kind::kBuffer ? elem : ElemType::kNone};
   type.ndim = static_cast<uint8_t>(kind == Kind::kBuffer ? ndim : 1);
@@ -224,6 +232,8 @@ int Lowering::Temp(Kind kind, ElemType elem, int ndim) {
   return reg;
 }
 
+// A run of consecutive temporaries of exactly `types`, as the span operands
+// of calls and displays (sO, rX) need; returns the first register.
 int Lowering::Span(const std::vector<RegisterType>& types) {
   // Reuse a run of free temporaries of exactly these types, else take fresh ones.
   int count = static_cast<int>(types.size());
@@ -249,6 +259,9 @@ int Lowering::Span(const std::vector<RegisterType>& types) {
   return first;
 }
 
+// The constant register holding the int `value`, one per distinct value.
+// Constant registers are numbered from kConstantBase until Finish lays them
+// out after the parameters; the interpreter copies them in at every call.
 int Lowering::ConstInt(int64_t value) {
   auto it = int_constants_.find(value);
   if (it != int_constants_.end()) return it->second;
@@ -258,6 +271,8 @@ int Lowering::ConstInt(int64_t value) {
   return reg;
 }
 
+// The constant register holding the float `value`. Keyed by bit pattern, so
+// that 0.0 and -0.0 (equal as doubles) and every NaN stay distinct.
 int Lowering::ConstFloat(double value) {
   uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);
@@ -269,6 +284,8 @@ int Lowering::ConstFloat(double value) {
   return reg;
 }
 
+// The index of `object` among the function's object constants (the K
+// operands), taking a reference the first time.
 int Lowering::ObjectIndex(PyObject* object) {
   for (size_t i = 0; i < objects_.size(); ++i) {
     // Identical constants share a slot; equal ones of different types (1 and
@@ -279,6 +296,7 @@ int Lowering::ObjectIndex(PyObject* object) {
   return static_cast<int>(objects_.size()) - 1;
 }
 
+// The constant register holding `object` (an int beyond 64 bits, a str, None, ...).
 int Lowering::ConstObject(PyObject* object) {
   auto it = object_constants_.find(object);
   if (it != object_constants_.end()) return it->second;
@@ -288,6 +306,8 @@ int Lowering::ConstObject(PyObject* object) {
   return reg;
 }
 
+// The object constant holding `name` as an interned str: the K operand of
+// LOAD_GLOBAL, LOAD_ATTR, CHECK_BOUND_* and the other instructions that name something.
 int Lowering::NameIndex(const std::string& name) {
   auto it = names_.find(name);
   if (it != names_.end()) return it->second;
@@ -298,12 +318,21 @@ int Lowering::NameIndex(const std::string& name) {
   return index;
 }
 
+// Emits the store of 1 into local `slot`'s bound flag, for a local the
+// checker found may be read before it is assigned (the flag is what
+// CHECK_BOUND_I tests to raise UnboundLocalError as Python does).
 void Lowering::SetBound(int slot) {
   if (bound_flags_[slot] >= 0) Emit(Op::MOVE_I, bound_flags_[slot], ConstInt(1));
 }
 
 // ---- Values -----------------------------------------------------------------------------------------
 
+// Converts the value in `reg` from type `from` to `to`, into `target` if given:
+// nothing or a MOVE for the same register kind, BOX_* into an object, I2F or
+// UNBOX_F into a float, UNBOX_I or UNBOX_B from an object into an int. The
+// checker admits only these conversions (an int where a float is expected is
+// promoted as Python's arithmetic promotes it; an UNBOX_* raises at run time
+// when the object does not convert).
 int Lowering::Coerce(int reg, Type from, Type to, int target) {
   Kind from_kind = from.kind_of_register();
   Kind to_kind = to.kind_of_register();
@@ -338,13 +367,19 @@ int Lowering::Coerce(int reg, Type from, Type to, int target) {
   return reg;
 }
 
+// Evaluates `expr` into the register `dest` of type `dest_type`, computing
+// directly into it when the register kinds agree (no extra MOVE).
 void Lowering::ValueInto(const Expr& expr, int dest, Type dest_type) {
   bool same_kind = expr.type.kind_of_register() == dest_type.kind_of_register();
-  int reg = Value(expr, same_kind ? dest : -1);
+  int reg = ValueOf(expr, same_kind ? dest : -1);
   Coerce(reg, expr.type, dest_type, dest);
 }
 
-int Lowering::Value(const Expr& expr, int target) {
+// Emits the code that evaluates `expr` and returns the register holding its
+// value: a constant register for literals, the local's own register for a
+// local, else `target` when it has the right kind, or a new temporary. Every
+// instruction emitted carries the expression's line, for tracebacks.
+int Lowering::ValueOf(const Expr& expr, int target) {
   int saved_line = line_;
   if (expr.loc.line > 0) line_ = expr.loc.line;
   int reg = -1;
@@ -377,6 +412,11 @@ int Lowering::Value(const Expr& expr, int target) {
   return reg;
 }
 
+// A name, as the checker resolved it: a local's register (after a
+// CHECK_BOUND_* when it may be unbound, so that the read raises
+// UnboundLocalError as in Python), a typed global's register (loaded once at
+// entry), a folded math constant, or LOAD_GLOBAL, which looks in the module's
+// globals and then the builtins at every read, as Python does.
 int Lowering::EmitName(const Expr& expr, int target) {
   switch (expr.resolution) {
     case Resolution::kLocal: {
@@ -399,6 +439,7 @@ int Lowering::EmitName(const Expr& expr, int target) {
   }
 }
 
+// `base.name`: a folded math constant (math.pi), or LOAD_ATTR on the object.
 int Lowering::EmitAttribute(const Expr& expr, int target) {
   if (expr.resolution == Resolution::kMathConstant) return ConstFloat(expr.float_value);
   int base = ObjectValue(*expr.children[0]);
@@ -407,6 +448,8 @@ int Lowering::EmitAttribute(const Expr& expr, int target) {
   return dest;
 }
 
+// `lo:hi` or `lo:hi:step` inside a subscript: BUILD_SLICE over two or three
+// object registers, None for an omitted part, as Python builds slice objects.
 int Lowering::EmitSlice(const Expr& expr, int target) {
   int count = expr.children[2] ? 3 : 2;
   int span = ObjectSpan(count);
@@ -419,11 +462,14 @@ int Lowering::EmitSlice(const Expr& expr, int target) {
   return dest;
 }
 
+// `base[index]`: a typed element load for a Buffer indexed by a number (see
+// LoadElement), else GETITEM on objects (a slice of a buffer included, which
+// the exporter itself answers).
 int Lowering::EmitSubscript(const Expr& expr, int target) {
   const Expr& base = *expr.children[0];
   const Expr& index = *expr.children[1];
   if (expr.resolution == Resolution::kBufferShape) {  // a.shape[k]: SHAPE_U
-    int buffer = Value(*base.children[0]);
+    int buffer = ValueOf(*base.children[0]);
     int dest = Destination(target, Kind::kInt);
     Emit(Op::SHAPE_U, dest, buffer, expr.index);
     return dest;
@@ -431,7 +477,7 @@ int Lowering::EmitSubscript(const Expr& expr, int target) {
   // An element (the checker typed it a number); a slice or a row of an N-d
   // buffer is an object the exporter makes.
   if (base.type.is_buffer() && !expr.type.is_object()) {
-    int buffer = Value(base);
+    int buffer = ValueOf(base);
     return LoadElement(buffer, base.type, index, target);
   }
   int object = ObjectValue(base);
@@ -441,6 +487,10 @@ int Lowering::EmitSubscript(const Expr& expr, int target) {
   return dest;
 }
 
+// Whether `index` is `base + offset` over two integral values, the shape of
+// row-major access buf[row * n + j]; if so, evaluates both operands for the
+// LOADX/STOREX forms, which add and check the index in one instruction (the
+// sum's overflow still raises as `base + offset` would).
 bool Lowering::FusedIndex(const Expr& index, int* base, int* offset) {
   if (index.kind != ExprKind::kBinary || index.bin_op != BinOp::kAdd || !index.type.is_int()) return false;
   const Expr& left = *index.children[0];
@@ -448,8 +498,8 @@ bool Lowering::FusedIndex(const Expr& index, int* base, int* offset) {
   if (!left.type.is_integral() || !right.type.is_integral()) return false;
   int saved = line_;
   line_ = index.loc.line;
-  *base = Value(left);
-  *offset = Value(right);
+  *base = ValueOf(left);
+  *offset = ValueOf(right);
   line_ = saved;
   return true;
 }
@@ -458,7 +508,7 @@ bool Lowering::FusedIndex(const Expr& index, int* base, int* offset) {
 // register. An object index is unboxed by UNBOX_INDEX, which refuses a bool
 // where the exporter would read it as a mask (numpy, torch).
 int Lowering::IndexValue(const Expr& index, int buffer) {
-  int reg = Value(index);
+  int reg = ValueOf(index);
   if (!index.type.is_object()) return Coerce(reg, index.type, Type::Int());
   int dest = Temp(Kind::kInt);
   Emit(Op::UNBOX_INDEX, dest, reg, buffer);
@@ -489,6 +539,9 @@ int Lowering::PositionValue(const Expr& index, int buffer, Type buffer_type) {
   return buffer_type.ndim > 1 ? OffsetValue(index, buffer) : IndexValue(index, buffer);
 }
 
+// `buffer[index]` read: LOADN_* at the INDEX_U sum for an N-d buffer; for a
+// 1-D one LOADX_F64/LOADX_I64 for a fused `base + i` index into a float64 or
+// int64 buffer, else LoadElementAt.
 int Lowering::LoadElement(int buffer, Type buffer_type, const Expr& index, int target) {
   ElemType elem = buffer_type.elem;
   if (buffer_type.ndim > 1) return LoadElementAt(buffer, buffer_type, OffsetValue(index, buffer), target);
@@ -502,6 +555,9 @@ int Lowering::LoadElement(int buffer, Type buffer_type, const Expr& index, int t
   return LoadElementAt(buffer, buffer_type, IndexValue(index, buffer), target);
 }
 
+// `buffer[index]` read with the index in a register: LOAD_F64 or LOAD_I64 for
+// the common element types, LOAD_F or LOAD_I (which convert the element to a
+// double or an int64) for the others.
 int Lowering::LoadElementAt(int buffer, Type buffer_type, int index, int target) {
   ElemType elem = buffer_type.elem;
   bool is_float = InfoOf(elem).is_float;
@@ -518,6 +574,9 @@ int Lowering::LoadElementAt(int buffer, Type buffer_type, int index, int target)
   return dest;
 }
 
+// `buffer[index] = value`: STOREX_F64/STOREX_I64 for a fused index, else
+// StoreElementAt. The value is converted to the element's register kind first
+// (an int stored into a float buffer is promoted, as Python's float(x)).
 void Lowering::StoreElement(int buffer, Type buffer_type, const Expr& index, int value, Type value_type) {
   ElemType elem = buffer_type.elem;
   if (buffer_type.ndim > 1) {
@@ -534,6 +593,9 @@ void Lowering::StoreElement(int buffer, Type buffer_type, const Expr& index, int
   StoreElementAt(buffer, buffer_type, IndexValue(index, buffer), value, value_type);
 }
 
+// `buffer[index] = value` with the index in a register: STORE_F64, STORE_I64,
+// or STORE_F/STORE_I, which check that the value fits a narrower element and
+// raise what the exporter raises if not.
 void Lowering::StoreElementAt(int buffer, Type buffer_type, int index, int value, Type value_type) {
   ElemType elem = buffer_type.elem;
   bool is_float = InfoOf(elem).is_float;
@@ -549,6 +611,10 @@ void Lowering::StoreElementAt(int buffer, Type buffer_type, int index, int value
   Emit(op, buffer, index, converted);
 }
 
+// A call, by what the checker resolved the callee to: a typed call of a
+// compiled function of this module, a math function, a builtin with a typed
+// form (len, abs, min, int, ...), or a dynamic call through the C API; a
+// builtin called dynamically whose result type is known is unboxed after.
 int Lowering::EmitCall(const Expr& expr, int target) {
   switch (expr.resolution) {
     case Resolution::kFunction: return EmitTypedCall(expr, target);
@@ -564,6 +630,12 @@ int Lowering::EmitCall(const Expr& expr, int target) {
   }
 }
 
+// A call of a compiled function of this module: CALL_FN over a span of
+// registers of the callee's parameter kinds. Arguments are evaluated in source
+// order (positional, then keywords, as Python evaluates them), then placed by
+// the binding the checker computed; an omitted parameter gets its default,
+// which the checker required to be a literal. The result register has the
+// callee's result kind.
 int Lowering::EmitTypedCall(const Expr& expr, int target) {
   const FunctionInfo& callee = module_.functions[expr.index];
   std::vector<RegisterType> types;
@@ -577,7 +649,7 @@ int Lowering::EmitTypedCall(const Expr& expr, int target) {
   std::map<int, int> value_of;  // binding value -> register
   for (int source : order) {
     const Expr& arg = source > 0 ? *expr.children[source] : *expr.keywords[-source - 1].value;
-    value_of[source] = Value(arg);
+    value_of[source] = ValueOf(arg);
   }
   int span = Span(types);
   for (size_t p = 0; p < callee.param_types.size(); ++p) {
@@ -597,12 +669,16 @@ int Lowering::EmitTypedCall(const Expr& expr, int target) {
   return dest;
 }
 
+// A call of a math function with a typed form: SQRT_F, or MATH_F, MATH_FF,
+// MATH_FI, MATH_FB with the function's id in D. Arguments are converted to
+// float first, as the math module converts them; floor, ceil and trunc of an
+// int return the int itself, as in Python.
 int Lowering::EmitMathCall(const Expr& expr, int target) {
   const MathInfo& info = kMathInfo[expr.index];
   std::vector<int> args;
   for (size_t i = 1; i < expr.children.size(); ++i) {
     const Expr& arg = *expr.children[i];
-    int reg = Value(arg);
+    int reg = ValueOf(arg);
     if (info.shape == MathShape::FI && arg.type.is_integral()) return Coerce(reg, arg.type, Type::Int(), target);
     args.push_back(Coerce(reg, arg.type, Type::Float()));
   }
@@ -632,6 +708,9 @@ int Lowering::EmitMathCall(const Expr& expr, int target) {
   return args[0];
 }
 
+// The truth value of `reg` as a bool register, by Python's rules: nonzero for
+// an int or a float (TRUTH_I, TRUTH_F), the bool itself, and bool(x) through
+// the C API for anything else (TRUTH_O, which may run __bool__ or __len__).
 int Lowering::Truth(int reg, Type type) {
   switch (type.kind) {
     case TypeKind::kInt: {
@@ -654,10 +733,15 @@ int Lowering::Truth(int reg, Type type) {
   }
 }
 
+// A builtin the checker typed: len of a buffer (LEN_U), int of a float (F2I,
+// truncating and raising for inf and nan as int() does), float and bool
+// conversions, abs (ABS_I raises OverflowError for the minimum int, where
+// Python's would grow), and min/max of numbers folded left to right, so that
+// ties keep the first argument as Python's min and max do.
 int Lowering::EmitBuiltinCall(const Expr& expr, int target) {
   auto builtin = static_cast<Builtin>(expr.index);
   std::vector<int> args;
-  for (size_t i = 1; i < expr.children.size(); ++i) args.push_back(Value(*expr.children[i]));
+  for (size_t i = 1; i < expr.children.size(); ++i) args.push_back(ValueOf(*expr.children[i]));
   const Type arg_type = expr.children.size() > 1 ? expr.children[1]->type : Type::Unknown();
   switch (builtin) {
     case Builtin::kLEN: {
@@ -700,6 +784,11 @@ int Lowering::EmitBuiltinCall(const Expr& expr, int target) {
   return args.empty() ? ConstNone() : args[0];
 }
 
+// A call through the C API, for callees the checker could not type: a method
+// call without keywords is CALL_METHOD (the receiver and the arguments in one
+// span, the method looked up by name); anything else evaluates the callee,
+// then the arguments and keyword values in source order, into one span for
+// CALL_O, or CALL_KW with the keyword names as a tuple constant.
 int Lowering::EmitDynamicCall(const Expr& expr, int target) {
   const Expr& callee = *expr.children[0];
   int num_args = static_cast<int>(expr.children.size()) - 1;
@@ -744,6 +833,12 @@ int Lowering::EmitDynamicCall(const Expr& expr, int target) {
   return dest;
 }
 
+// A binary operator over two registers, by the result type the checker gave
+// it: BINARY_O through the C API for objects (the in-place form for `x op= y`,
+// so that lists extend in place as in Python); the _I instructions for ints
+// and bools, which raise OverflowError where Python's int would grow past 64
+// bits; TRUEDIV_I for int / int, correctly rounded as Python's is; and the _F
+// instructions after promoting an int operand to float, as Python promotes it.
 int Lowering::EmitArithmetic(BinOp op, int left, Type left_type, int right, Type right_type, Type result, int target,
                              bool in_place) {
   if (result.is_object()) {
@@ -805,15 +900,22 @@ static bool SamePureValue(const Expr& a, const Expr& b) {
   }
 }
 
+// `left op right`: both operands in source order, then EmitArithmetic. An
+// operator whose operands are spelled alike and pure evaluates the operand
+// once (SamePureValue): Python would compute the same value, and any error,
+// from the first evaluation.
 int Lowering::EmitBinary(const Expr& expr, int target) {
   const Expr& left = *expr.children[0];
   const Expr& right = *expr.children[1];
-  int l = Value(left);
+  int l = ValueOf(left);
   // (x[i] - m) * (x[i] - m): the value once, as the same register twice.
-  int r = SamePureValue(left, right) ? l : Value(right);
+  int r = SamePureValue(left, right) ? l : ValueOf(right);
   return EmitArithmetic(expr.bin_op, l, left.type, r, right.type, expr.type, target, false);
 }
 
+// `not x` as a branch that stores True or False (Branch picks the cheapest
+// test), `-x`, `+x`, `~x` as NEG_I/NEG_F/INVERT_I on numbers (unary plus is
+// the value itself) and UNARY_O on objects.
 int Lowering::EmitUnary(const Expr& expr, int target) {
   const Expr& operand = *expr.children[0];
   if (expr.un_op == UnOp::kNot) {
@@ -828,7 +930,7 @@ int Lowering::EmitUnary(const Expr& expr, int target) {
     Bind(done);
     return dest;
   }
-  int value = Value(operand);
+  int value = ValueOf(operand);
   if (expr.type.is_object()) {
     int dest = Destination(target, Kind::kObject);
     int id = expr.un_op == UnOp::kNeg ? 0 : expr.un_op == UnOp::kPos ? 1 : 2;
@@ -847,6 +949,9 @@ int Lowering::EmitUnary(const Expr& expr, int target) {
   return dest;
 }
 
+// `a and b` / `a or b` as a value: each operand into one register, jumping
+// out at the first falsy (and) or truthy (or) one, so that the result is that
+// operand itself, as in Python, and later operands are not evaluated.
 int Lowering::EmitBoolOp(const Expr& expr, int target) {
   Type type = expr.type;
   int dest = Destination(target, type.kind_of_register());
@@ -863,6 +968,12 @@ int Lowering::EmitBoolOp(const Expr& expr, int target) {
   return Coerce(dest, type, type, target);
 }
 
+// One comparison `left op right` as a value: IS_O and CONTAINS_O (with NOT
+// for `is not` and `not in`), COMPARE_O through the C API when an operand is
+// not a number (its result may be any object, as rich comparisons may return),
+// and else a bool from the _I, _F or mixed _FI instructions. Greater-than
+// forms swap their operands; mixed comparisons put the float first and
+// compare exact values, as CPython does, even beyond 2**53.
 int Lowering::EmitComparePair(CmpOp op, int left, Type left_type, int right, Type right_type, int target) {
   switch (op) {
     case CmpOp::kIs:
@@ -915,11 +1026,15 @@ int Lowering::EmitComparePair(CmpOp op, int left, Type left_type, int right, Typ
   return dest;
 }
 
+// A comparison, possibly chained (`a < b < c`): a bool result is built from
+// Branch, which evaluates each middle operand once and stops at the first
+// false link; an object result holds each link's own result and stops at the
+// first falsy one, which is what Python returns.
 int Lowering::EmitCompare(const Expr& expr, int target) {
   if (expr.type.is_bool()) {
     if (expr.cmp_ops.size() == 1) {
-      int left = Value(*expr.children[0]);
-      int right = Value(*expr.children[1]);
+      int left = ValueOf(*expr.children[0]);
+      int right = ValueOf(*expr.children[1]);
       return EmitComparePair(expr.cmp_ops[0], left, expr.children[0]->type, right, expr.children[1]->type, target);
     }
     int dest = Destination(target, Kind::kInt);
@@ -934,10 +1049,10 @@ int Lowering::EmitCompare(const Expr& expr, int target) {
   // An object result: each comparison's own result, stopping at the first falsy one.
   int dest = Temp(Kind::kObject);
   Label* done = NewLabel();
-  int left = Value(*expr.children[0]);
+  int left = ValueOf(*expr.children[0]);
   Type left_type = expr.children[0]->type;
   for (size_t i = 0; i < expr.cmp_ops.size(); ++i) {
-    int right = Value(*expr.children[i + 1]);
+    int right = ValueOf(*expr.children[i + 1]);
     Type right_type = expr.children[i + 1]->type;
     if (i + 1 < expr.cmp_ops.size() && right < kConstantBase && !IsTemp(right)) {
       int copy = TempFor(right_type);
@@ -958,6 +1073,7 @@ int Lowering::EmitCompare(const Expr& expr, int target) {
   return Coerce(dest, Type::Object(), Type::Object(), target);
 }
 
+// `a if cond else b`: a branch on `cond`, each arm evaluated into one register.
 int Lowering::EmitIfExp(const Expr& expr, int target) {
   Type type = expr.type;
   int dest = TempFor(type);
@@ -972,6 +1088,9 @@ int Lowering::EmitIfExp(const Expr& expr, int target) {
   return Coerce(dest, type, type, target);
 }
 
+// A tuple, list, set or dict display: the items, in source order, into one
+// span for BUILD_TUPLE, BUILD_LIST, BUILD_SET or BUILD_DICT (a dict's span
+// alternates keys and values).
 int Lowering::EmitDisplay(const Expr& expr, int target) {
   // A long display is built in chunks joined with + or |, which give the same
   // object (later dict keys win, earlier set members stay), so that registers
@@ -1002,6 +1121,8 @@ int Lowering::EmitDisplay(const Expr& expr, int target) {
   return Coerce(dest, Type::Object(), Type::Object(), target);
 }
 
+// One replacement field of an f-string, `{value!conv:spec}`: FORMAT, or
+// FORMAT_SPEC when there is a spec (itself an f-string evaluated first).
 int Lowering::EmitFormatted(const Expr& expr, int target) {
   int value = ObjectValue(*expr.children[0]);
   int dest = Destination(target, Kind::kObject);
@@ -1014,6 +1135,9 @@ int Lowering::EmitFormatted(const Expr& expr, int target) {
   return dest;
 }
 
+// An f-string: its literal parts and formatted fields into one span, joined by
+// BUILD_STRING; a lone field is just its FORMAT, and an empty f-string the
+// constant ''.
 int Lowering::EmitJoinedStr(const Expr& expr, int target) {
   int count = static_cast<int>(expr.children.size());
   if (count == 1 && expr.children[0]->kind == ExprKind::kFormatted) return EmitFormatted(*expr.children[0], target);
@@ -1032,6 +1156,13 @@ int Lowering::EmitJoinedStr(const Expr& expr, int target) {
 
 // ---- Conditions ---------------------------------------------------------------------------------
 
+// Jumps to `label` when `left op right` is `when`, with one fused
+// compare-and-branch for numbers. Negating an integer comparison swaps and
+// complements it (not a < b is b <= a); a float comparison cannot be negated
+// that way, since both are false when either operand is a NaN, so it uses the
+// JN* instructions. Mixed int/float comparisons put the float first; their
+// equality goes through EQ_FI/NE_FI and a JT/JF. Anything else compares
+// through the C API and tests the result's truth.
 void Lowering::CompareBranch(CmpOp op, int left, Type left_type, int right, Type right_type, bool when,
                              Label* label) {
   bool numeric = left_type.is_numeric() && right_type.is_numeric() && op != CmpOp::kIs && op != CmpOp::kIsNot &&
@@ -1089,6 +1220,12 @@ void Lowering::CompareBranch(CmpOp op, int left, Type left_type, int right, Type
   EmitJump((when ? kTrue : kFalse)[static_cast<int>(effective)], f, i, 0, label);
 }
 
+// Jumps to `label` when the truth of `expr` is `when`, without materializing a
+// bool where it can: a constant jumps or not, `not x` flips `when`, `and`/`or`
+// branch operand by operand (short-circuiting as Python does), a comparison
+// becomes fused compare-and-branch instructions (a chain evaluates each middle
+// operand once, copied when a later link could change it), None is always
+// false, and any other value is tested by its truth (JT/JF).
 void Lowering::Branch(const Expr& expr, bool when, Label* label) {
   int saved_line = line_;
   if (expr.loc.line > 0) line_ = expr.loc.line;
@@ -1117,11 +1254,11 @@ void Lowering::Branch(const Expr& expr, bool when, Label* label) {
       }
       if (expr.kind == ExprKind::kCompare && expr.type.is_bool()) {
         Label* skip = when && expr.cmp_ops.size() > 1 ? NewLabel() : nullptr;
-        int left = Value(*expr.children[0]);
+        int left = ValueOf(*expr.children[0]);
         Type left_type = expr.children[0]->type;
         for (size_t i = 0; i < expr.cmp_ops.size(); ++i) {
           bool last = i + 1 == expr.cmp_ops.size();
-          int right = Value(*expr.children[i + 1]);
+          int right = ValueOf(*expr.children[i + 1]);
           Type right_type = expr.children[i + 1]->type;
           if (!last && right < kConstantBase && !IsTemp(right)) {
             int copy = TempFor(right_type);
@@ -1135,7 +1272,7 @@ void Lowering::Branch(const Expr& expr, bool when, Label* label) {
         if (skip) Bind(skip);
         break;
       }
-      int value = Value(expr);
+      int value = ValueOf(expr);
       if (expr.type.kind == TypeKind::kNone) {
         if (!when) EmitJump(Op::JMP, 0, 0, 0, label);
         break;
@@ -1150,6 +1287,8 @@ void Lowering::Branch(const Expr& expr, bool when, Label* label) {
 
 // ---- Statements ---------------------------------------------------------------------------------
 
+// The statements of a block, each in its own TempScope: temporaries do not
+// outlive the statement that made them.
 void Lowering::Block(const std::vector<StmtPtr>& body) {
   for (const StmtPtr& stmt : body) {
     TempScope scope(this);
@@ -1157,10 +1296,15 @@ void Lowering::Block(const std::vector<StmtPtr>& body) {
   }
 }
 
+// One statement. `if` branches around its body (the jump over `else` left out
+// when the body cannot fall through), `assert` jumps over ASSERT_FAIL when the
+// test holds, `raise` is RAISE, break and continue jump to the enclosing
+// loop's labels; loops, assignments, returns and imports have their own
+// functions. Nested defs never reach here (their function falls back).
 void Lowering::Statement(const Stmt& stmt) {
   line_ = stmt.loc.line;
   switch (stmt.kind) {
-    case StmtKind::kExpr: Value(*stmt.value); break;
+    case StmtKind::kExpr: ValueOf(*stmt.value); break;
     case StmtKind::kAssign: Assign(stmt); break;
     case StmtKind::kAnnAssign:
       if (stmt.value) Assign(stmt);
@@ -1216,6 +1360,11 @@ void Lowering::Statement(const Stmt& stmt) {
   }
 }
 
+// `targets = value`. `a, b = b, a` evaluates every value before storing any,
+// as Python builds the tuple first; a Buffer local assigned an object borrows
+// a view of it (BORROW_U); anything else evaluates the value once (into the
+// local's own register when there is one target) and stores it into each
+// target, left to right, as Python does.
 void Lowering::Assign(const Stmt& stmt) {
   const Expr& value = *stmt.value;
   const Expr& first = *stmt.targets[0];
@@ -1226,7 +1375,7 @@ void Lowering::Assign(const Stmt& stmt) {
     // Parallel assignment: evaluate every value into a temporary first.
     std::vector<int> values;
     for (const ExprPtr& child : value.children) {
-      int reg = Value(*child);
+      int reg = ValueOf(*child);
       if (reg < kConstantBase && !IsTemp(reg)) {
         int copy = TempFor(child->type);
         reg = Coerce(reg, child->type, child->type, copy);
@@ -1239,14 +1388,14 @@ void Lowering::Assign(const Stmt& stmt) {
   if (stmt.targets.size() == 1 && first.kind == ExprKind::kName && first.resolution == Resolution::kLocal) {
     int slot = first.index;
     if (fn_.locals[slot].type.is_buffer() && value.type.is_object()) {
-      BorrowInto(slot, Value(value));
+      BorrowInto(slot, ValueOf(value));
     } else {
       ValueInto(value, LocalRegister(slot), fn_.locals[slot].type);
     }
     SetBound(slot);
     return;
   }
-  int reg = Value(value);
+  int reg = ValueOf(value);
   for (const ExprPtr& target : stmt.targets) StoreTarget(*target, reg, value.type);
 }
 
@@ -1259,6 +1408,11 @@ void Lowering::BorrowInto(int slot, int object) {
   Emit(Op::BORROW_U, LocalRegister(slot), object, 0, NameIndex(fn_.locals[slot].name));
 }
 
+// Stores `value` into one assignment target: a local's register (converted
+// to the local's type, and its bound flag set), STORE_GLOBAL for a `global`
+// name, a buffer element, SETITEM or STORE_ATTR on objects, and UNPACK into a
+// span for a tuple or list target (exactly that many items, or ValueError, as
+// in Python), each item stored in turn.
 void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
   int saved = line_;
   if (target.loc.line > 0) line_ = target.loc.line;
@@ -1280,7 +1434,7 @@ void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
       const Expr& base = *target.children[0];
       const Expr& index = *target.children[1];
       if (base.type.is_buffer() && !target.type.is_object()) {
-        int buffer = Value(base);
+        int buffer = ValueOf(base);
         StoreElement(buffer, base.type, index, value, value_type);
       } else {
         int object = ObjectValue(base);
@@ -1307,6 +1461,12 @@ void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
   line_ = saved;
 }
 
+// `target op= value`. The target is read once, then the value evaluated, as
+// CPython does: a local through EmitArithmetic (in place for objects, so that
+// `xs += ys` extends a list), a global through LOAD_GLOBAL/STORE_GLOBAL,
+// `buf[k] += v` as ADDTO_F64/ADDTO_I64 when v cannot raise (else load,
+// combine, store at the index computed once), and items and attributes of
+// objects through the C API with the in-place operator.
 void Lowering::AugAssign(const Stmt& stmt) {
   const Expr& target = *stmt.targets[0];
   const Expr& value = *stmt.value;
@@ -1317,7 +1477,7 @@ void Lowering::AugAssign(const Stmt& stmt) {
         int slot = target.index;
         int reg = EmitName(target, -1);
         Type type = fn_.locals[slot].type;
-        int right = Value(value);
+        int right = ValueOf(value);
         Type result = stmt.result_type;
         bool in_place = result.is_object();
         int combined = EmitArithmetic(op, reg, type, right, value.type, result,
@@ -1337,7 +1497,7 @@ void Lowering::AugAssign(const Stmt& stmt) {
       const Expr& base = *target.children[0];
       const Expr& index = *target.children[1];
       if (base.type.is_buffer()) {
-        int buffer = Value(base);
+        int buffer = ValueOf(base);
         int position = PositionValue(index, buffer, base.type);
         Type element = base.type.element();
         ElemType elem = base.type.elem;
@@ -1351,14 +1511,14 @@ void Lowering::AugAssign(const Stmt& stmt) {
                               (value.kind == ExprKind::kName && value.resolution == Resolution::kLocal &&
                                !value.check_bound);
           if (cannot_raise) {
-            int right = Value(value);
+            int right = ValueOf(value);
             line_ = stmt.loc.line;
             Emit(elem == ElemType::kF64 ? Op::ADDTO_F64 : Op::ADDTO_I64, buffer, position, right);
             break;
           }
         }
         int current = LoadElementAt(buffer, base.type, position, -1);
-        int right = Value(value);
+        int right = ValueOf(value);
         Type result = stmt.result_type;
         int combined = EmitArithmetic(op, current, element, right, value.type, result, -1, result.is_object());
         StoreElementAt(buffer, base.type, position, combined, result);
@@ -1387,6 +1547,10 @@ void Lowering::AugAssign(const Stmt& stmt) {
   }
 }
 
+// `while test: body else: orelse`: the test at the top (branching to the
+// else block when false), the body, and a LOOP back edge, which counts toward
+// tiering and checks for Ctrl-C. `break` jumps past the else block, as in
+// Python; `continue` to the back edge.
 void Lowering::While(const Stmt& stmt) {
   Label* top = NewLabel();
   Label* bottom = NewLabel();
@@ -1408,6 +1572,8 @@ void Lowering::While(const Stmt& stmt) {
   Bind(done);
 }
 
+// Whether any statement of `body` (nested blocks included) binds `name`: as an
+// assignment target, a loop target or an import.
 bool Lowering::AssignedIn(const std::vector<StmtPtr>& body, const std::string& name) const {
   std::function<bool(const Expr&)> target_names = [&](const Expr& target) {
     if (target.kind == ExprKind::kName) return target.text == name;
@@ -1432,6 +1598,8 @@ bool Lowering::AssignedIn(const std::vector<StmtPtr>& body, const std::string& n
   return false;
 }
 
+// Finds the range-loop targets that may be the loop's counter itself
+// (loop_private_), which saves a MOVE per iteration.
 void Lowering::FindLoopPrivateLocals() {
   // A range loop may count in its target variable directly, even though an
   // empty range must leave the variable untouched, when nothing can observe the
@@ -1500,6 +1668,11 @@ void Lowering::FindLoopPrivateLocals() {
   }
 }
 
+// `for target in iter: body else: orelse`, by what is iterated:
+// enumerate/zip forms over buffers and ranges (ForCounted), reversed(range)
+// (ForReversed), range with one to three arguments (ForRange), a Buffer
+// (ForBuffer, by index), and anything else through Python's iterator protocol
+// (ForObject).
 void Lowering::For(const Stmt& stmt) {
   const Expr& iter = *stmt.value;
   if (stmt.iter_form == IterForm::kEnumerate || stmt.iter_form == IterForm::kEnumerateZip ||
@@ -1517,7 +1690,7 @@ void Lowering::For(const Stmt& stmt) {
     ForRange(stmt);
     return;
   }
-  int value = Value(iter);
+  int value = ValueOf(iter);
   if (iter.type.is_buffer()) {
     ForBuffer(stmt, value, iter.type);
   } else {
@@ -1525,13 +1698,22 @@ void Lowering::For(const Stmt& stmt) {
   }
 }
 
+// `for i in range(start, stop, step)` as a counted loop: start, stop and step
+// are evaluated once, before the loop, as range() evaluates them (stop and
+// step copied when the body could reassign them). A step of one uses JLE_I
+// and FORLOOP_INC, any other FORPREP (which raises ValueError for a zero
+// step, as range() does) and FORLOOP. The counter never advances past the
+// last value, so it cannot overflow; the target is assigned from it at the
+// top of each iteration, or is the counter itself when nothing can tell the
+// difference (FindLoopPrivateLocals). An empty range leaves the target
+// unassigned, as in Python.
 void Lowering::ForRange(const Stmt& stmt) {
   const Expr& iter = *stmt.value;
   const Expr& target = *stmt.targets[0];
   size_t count = iter.children.size() - 1;
   // range() evaluates its arguments once, before the loop.
   auto stable = [&](const Expr& expr) {
-    int reg = Coerce(Value(expr), expr.type, Type::Int());
+    int reg = Coerce(ValueOf(expr), expr.type, Type::Int());
     if (reg >= kConstantBase || IsTemp(reg)) return reg;
     if (expr.kind == ExprKind::kName && !AssignedIn(stmt.body, expr.text) &&
         !(target.kind == ExprKind::kName && target.text == expr.text)) {
@@ -1541,7 +1723,7 @@ void Lowering::ForRange(const Stmt& stmt) {
     Emit(Op::MOVE_I, copy, reg);
     return copy;
   };
-  int start = count >= 2 ? Coerce(Value(*iter.children[1]), iter.children[1]->type, Type::Int()) : ConstInt(0);
+  int start = count >= 2 ? Coerce(ValueOf(*iter.children[1]), iter.children[1]->type, Type::Int()) : ConstInt(0);
   int stop = stable(*iter.children[count >= 2 ? 2 : 1]);
   int step = count == 3 ? stable(*iter.children[3]) : ConstInt(1);
   bool step_is_one = count < 3 || (iter.children[3]->kind == ExprKind::kInt && iter.children[3]->int_value == 1);
@@ -1577,6 +1759,11 @@ void Lowering::ForRange(const Stmt& stmt) {
   Bind(done);
 }
 
+// `for x in buf` over a Buffer: a counted loop (FORLOOP_INC) over the indexes
+// 0 .. len(buf) - 1, the length read once before the loop (a borrowed view
+// cannot be resized while the call holds it), loading each element into the
+// target. The loop keeps the view it started with even if the body rebinds
+// the name, as Python's iterator keeps its object.
 void Lowering::ForBuffer(const Stmt& stmt, int buffer, Type buffer_type) {
   const Expr& target = *stmt.targets[0];
   if (buffer < kConstantBase && !IsTemp(buffer)) {
@@ -1635,7 +1822,7 @@ void Lowering::ForBuffer(const Stmt& stmt, int buffer, Type buffer_type) {
 // temporaries as they are, anything else (a local, which the body may assign)
 // moved into a new temporary.
 int Lowering::StableInt(const Expr& expr) {
-  int reg = Coerce(Value(expr), expr.type, Type::Int());
+  int reg = Coerce(ValueOf(expr), expr.type, Type::Int());
   if (reg >= kConstantBase || IsTemp(reg)) return reg;
   int copy = Temp(Kind::kInt);
   Emit(Op::MOVE_I, copy, reg);
@@ -1648,7 +1835,7 @@ int Lowering::StableInt(const Expr& expr) {
 // expression assigns no local, so the registers may be the locals' own.
 void Lowering::RangeArguments(const Expr& range, int* start, int* stop, int64_t* step) {
   size_t count = range.children.size() - 1;
-  auto value = [&](const Expr& expr) { return Coerce(Value(expr), expr.type, Type::Int()); };
+  auto value = [&](const Expr& expr) { return Coerce(ValueOf(expr), expr.type, Type::Int()); };
   *start = count >= 2 ? value(*range.children[1]) : ConstInt(0);
   *stop = value(*range.children[count >= 2 ? 2 : 1]);
   *step = 1;
@@ -1716,7 +1903,7 @@ void Lowering::ForCounted(const Stmt& stmt) {
       Emit(Op::MOVE_I, operand.reg, start);
     } else {
       operand.type = expr.type;
-      operand.reg = Value(expr);
+      operand.reg = ValueOf(expr);
       if (operand.reg < kConstantBase && !IsTemp(operand.reg)) {
         // Iterate the view the loop started with, whatever the body rebinds.
         int copy = TempFor(expr.type);
@@ -1905,7 +2092,7 @@ void Lowering::ForReversed(const Stmt& stmt) {
       Emit(Op::SUB_I, limit, limit, ConstInt(magnitude));
     }
   } else {
-    buffer = Value(operand);
+    buffer = ValueOf(operand);
     if (buffer < kConstantBase && !IsTemp(buffer)) {
       int copy = Temp(Kind::kBuffer, operand.type.elem);
       Emit(Op::MOVE_U, copy, buffer);
@@ -1955,6 +2142,9 @@ void Lowering::ForReversed(const Stmt& stmt) {
   Bind(done);
 }
 
+// `for x in obj` through Python's protocol: GET_ITER once, then FOR_ITER at the
+// top of each iteration (which leaves for the else block when the iterator is
+// exhausted), the item stored into the target, the body, and a LOOP back edge.
 void Lowering::ForObject(const Stmt& stmt, int iterable) {
   int iterator = Temp(Kind::kObject);
   Emit(Op::GET_ITER, iterator, iterable);
@@ -1981,13 +2171,17 @@ void Lowering::ForObject(const Stmt& stmt, int iterable) {
   Bind(done);
 }
 
+// `return value` as RET_I, RET_F or RET_O by the function's result kind
+// (converting the value to the declared result type first), RET_NONE for a
+// bare return or `return None` in a function returning None. A bare return
+// in a typed function cannot occur: the checker refuses it.
 void Lowering::Return(const Stmt& stmt) {
   Type result = fn_.result;
   if (!stmt.value) {
     if (result.is_object()) Emit(Op::RET_NONE);
     return;
   }
-  int value = Value(*stmt.value);
+  int value = ValueOf(*stmt.value);
   line_ = stmt.loc.line;
   switch (result.kind_of_register()) {
     case Kind::kInt: Emit(Op::RET_I, Coerce(value, stmt.value->type, result)); break;
@@ -1999,6 +2193,9 @@ void Lowering::Return(const Stmt& stmt) {
   }
 }
 
+// `import a.b` binds the top-level package `a` (IMPORT returns it, as
+// __import__ does); `import a.b as c` binds the submodule, reached by
+// LOAD_ATTR from the package, as Python binds it.
 void Lowering::Import(const Stmt& stmt) {
   for (const auto& [module, as_name] : stmt.names) {
     std::string bound = as_name.empty() ? module.substr(0, module.find('.')) : as_name;
@@ -2021,6 +2218,11 @@ void Lowering::Import(const Stmt& stmt) {
 
 // ---- Driver -------------------------------------------------------------------------------------
 
+// Lowers the whole function: one register per local (parameters first, in
+// order), a bound flag for each int or float local that may be read before it
+// is assigned, typed module constants loaded once at entry, then the body. A
+// function that can fall off its end gets the return Python would do (None;
+// 0 for a typed result, which the checker proves cannot be reached).
 absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
   free_.resize(kKindCount * kElemTypeCount * (kMaxDims + 1));
   // Parameters, then locals.
@@ -2075,6 +2277,11 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
   return Finish();
 }
 
+// Lays the virtual registers out as the VM expects (parameters, constants,
+// then locals and temporaries), failing if they exceed the 8-bit register
+// operands, resolves labels to pcs, renumbers every register operand by its
+// mode in opcodes.def, and records which buffer parameters the code stores
+// into, so that calls ask for writable views.
 absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
   const int num_params = static_cast<int>(fn_.def->params.size());
   const int num_constants = static_cast<int>(constants_.size());
@@ -2147,6 +2354,7 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
 
 }  // namespace
 
+// See compiler/lower.h.
 absl::StatusOr<std::unique_ptr<FunctionCode>> LowerFunction(const ModuleInfo& module, const FunctionInfo& fn) {
   Lowering lowering(module, fn);
   absl::StatusOr<std::unique_ptr<FunctionCode>> result = lowering.Run();

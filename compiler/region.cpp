@@ -11,8 +11,8 @@ namespace {
 
 using regions::Instruction;
 using regions::Literal;
-using regions::Op;
-using regions::OpInfo;
+using regions::AtenOp;
+using regions::AtenOpInfo;
 using regions::Operand;
 using regions::ParamKind;
 using regions::RegionCode;
@@ -28,7 +28,7 @@ struct NotARegion {
 [[noreturn]] void Fail(const Loc& loc, std::string reason) { throw NotARegion{std::move(reason), loc}; }
 
 // What an expression of a region evaluates to.
-struct Value {
+struct RegionValue {
   enum class Kind { kTensor, kOutputs, kScalar, kInt, kFloat, kBool, kNone, kString, kList };
   Kind kind = Kind::kNone;
   int32_t slot = -1;                // kTensor, kScalar
@@ -37,7 +37,7 @@ struct Value {
   int64_t int_value = 0;            // kInt, kBool
   double float_value = 0.0;         // kFloat
   std::string text;                 // kString
-  std::vector<Value> items;         // kList: a tuple or list literal
+  std::vector<RegionValue> items;   // kList: a tuple or list literal
   Loc loc;
 
   bool is_number() const {
@@ -45,17 +45,17 @@ struct Value {
   }
 };
 
-const char* KindName(const Value& value) {
+const char* KindName(const RegionValue& value) {
   switch (value.kind) {
-    case Value::Kind::kTensor: return "a tensor";
-    case Value::Kind::kOutputs: return "a tuple of tensors";
-    case Value::Kind::kScalar:
-    case Value::Kind::kInt:
-    case Value::Kind::kFloat:
-    case Value::Kind::kBool: return "a number";
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kString: return "a string";
-    case Value::Kind::kList: return "a sequence";
+    case RegionValue::Kind::kTensor: return "a tensor";
+    case RegionValue::Kind::kOutputs: return "a tuple of tensors";
+    case RegionValue::Kind::kScalar:
+    case RegionValue::Kind::kInt:
+    case RegionValue::Kind::kFloat:
+    case RegionValue::Kind::kBool: return "a number";
+    case RegionValue::Kind::kNone: return "None";
+    case RegionValue::Kind::kString: return "a string";
+    case RegionValue::Kind::kList: return "a sequence";
   }
   return "a value";
 }
@@ -125,13 +125,13 @@ class Extractor {
     for (const ParamSyntax& param : def_.params) {
       regions::RegionParam region_param;
       region_param.name = param.name;
-      Value value;
+      RegionValue value;
       value.loc = param.loc;
       const Expr* annotation = param.annotation.get();
       if (IsTensorAnnotation(annotation)) {
         region_param.is_tensor = true;
         region_param.slot = tensors++;
-        value.kind = Value::Kind::kTensor;
+        value.kind = RegionValue::Kind::kTensor;
         value.slot = region_param.slot;
         code_.slot_names.push_back(param.name);
       } else if (annotation != nullptr && annotation->kind == ExprKind::kName &&
@@ -142,7 +142,7 @@ class Extractor {
                               : annotation->text == "float" ? ScalarType::kFloat
                                                             : ScalarType::kBool;
         region_param.slot = scalars++;
-        value.kind = Value::Kind::kScalar;
+        value.kind = RegionValue::Kind::kScalar;
         value.slot = region_param.slot;
         value.scalar = region_param.scalar;
       } else {
@@ -168,8 +168,8 @@ class Extractor {
           Fail(stmt.annotation->loc, "a local annotated with something other than torch.Tensor");
         }
         if (stmt.value == nullptr) Fail(stmt.loc, "an annotation without a value");
-        Value value = Evaluate(*stmt.value);
-        if (value.kind != Value::Kind::kTensor) {
+        RegionValue value = Evaluate(*stmt.value);
+        if (value.kind != RegionValue::Kind::kTensor) {
           Fail(stmt.value->loc, absl::StrCat("'", target.text, "' is annotated torch.Tensor but assigned ",
                                              KindName(value)));
         }
@@ -180,8 +180,8 @@ class Extractor {
         if (stmt.targets.size() != 1) Fail(stmt.loc, "a chained assignment");
         const Expr& target = *stmt.targets[0];
         if (target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) {
-          Value value = Evaluate(*stmt.value);
-          std::vector<Value> parts = Unpack(value, target.children.size(), stmt.value->loc);
+          RegionValue value = Evaluate(*stmt.value);
+          std::vector<RegionValue> parts = Unpack(value, target.children.size(), stmt.value->loc);
           for (size_t i = 0; i < parts.size(); ++i) {
             if (target.children[i]->kind != ExprKind::kName) Fail(target.children[i]->loc, "unpacking into a non-name");
             Assign(*target.children[i], parts[i]);
@@ -210,11 +210,11 @@ class Extractor {
     }
   }
 
-  std::vector<Value> Unpack(const Value& value, size_t count, const Loc& loc) {
-    std::vector<Value> parts;
-    if (value.kind == Value::Kind::kOutputs) {
+  std::vector<RegionValue> Unpack(const RegionValue& value, size_t count, const Loc& loc) {
+    std::vector<RegionValue> parts;
+    if (value.kind == RegionValue::Kind::kOutputs) {
       for (int32_t slot : value.slots) parts.push_back(Tensor(slot, loc));
-    } else if (value.kind == Value::Kind::kList) {
+    } else if (value.kind == RegionValue::Kind::kList) {
       parts = value.items;
     } else {
       Fail(loc, absl::StrCat("unpacking ", KindName(value)));
@@ -223,45 +223,45 @@ class Extractor {
     return parts;
   }
 
-  void Assign(const Expr& target, const Value& value) {
+  void Assign(const Expr& target, const RegionValue& value) {
     if (IsParam(target.text)) Fail(target.loc, absl::StrCat("an assignment to the parameter '", target.text, "'"));
-    if (value.kind == Value::Kind::kTensor && code_.slot_names[value.slot].front() == '%') {
+    if (value.kind == RegionValue::Kind::kTensor && code_.slot_names[value.slot].front() == '%') {
       code_.slot_names[value.slot] = target.text;
     }
     names_[target.text] = value;
   }
 
   int32_t TensorSlotOf(const Expr& expr, const char* what) {
-    Value value = Evaluate(expr);
-    if (value.kind != Value::Kind::kTensor) Fail(expr.loc, absl::StrCat(what, " is ", KindName(value), ", not a tensor"));
+    RegionValue value = Evaluate(expr);
+    if (value.kind != RegionValue::Kind::kTensor) Fail(expr.loc, absl::StrCat(what, " is ", KindName(value), ", not a tensor"));
     return value.slot;
   }
 
-  Value Tensor(int32_t slot, const Loc& loc) {
-    Value value;
-    value.kind = Value::Kind::kTensor;
+  RegionValue Tensor(int32_t slot, const Loc& loc) {
+    RegionValue value;
+    value.kind = RegionValue::Kind::kTensor;
     value.slot = slot;
     value.loc = loc;
     return value;
   }
 
-  Value Evaluate(const Expr& expr) {
-    Value value;
+  RegionValue Evaluate(const Expr& expr) {
+    RegionValue value;
     value.loc = expr.loc;
     switch (expr.kind) {
       case ExprKind::kInt:
-        value.kind = Value::Kind::kInt;
+        value.kind = RegionValue::Kind::kInt;
         value.int_value = expr.int_value;
         return value;
       case ExprKind::kBool:
-        value.kind = Value::Kind::kBool;
+        value.kind = RegionValue::Kind::kBool;
         value.int_value = expr.int_value;
         return value;
       case ExprKind::kFloat:
-        value.kind = Value::Kind::kFloat;
+        value.kind = RegionValue::Kind::kFloat;
         value.float_value = expr.float_value;
         return value;
-      case ExprKind::kNone: value.kind = Value::Kind::kNone; return value;
+      case ExprKind::kNone: value.kind = RegionValue::Kind::kNone; return value;
       case ExprKind::kConstant:
         if (expr.object != nullptr && PyUnicode_Check(expr.object)) {
           const char* text = PyUnicode_AsUTF8(expr.object);
@@ -269,7 +269,7 @@ class Extractor {
             PyErr_Clear();
             Fail(expr.loc, "a string that is not valid UTF-8");
           }
-          value.kind = Value::Kind::kString;
+          value.kind = RegionValue::Kind::kString;
           value.text = text;
           return value;
         }
@@ -283,10 +283,10 @@ class Extractor {
       }
       case ExprKind::kTuple:
       case ExprKind::kList:
-        value.kind = Value::Kind::kList;
+        value.kind = RegionValue::Kind::kList;
         for (const ExprPtr& child : expr.children) {
-          Value item = Evaluate(*child);
-          if (item.kind == Value::Kind::kList || item.kind == Value::Kind::kOutputs) {
+          RegionValue item = Evaluate(*child);
+          if (item.kind == RegionValue::Kind::kList || item.kind == RegionValue::Kind::kOutputs) {
             Fail(child->loc, "a nested sequence");
           }
           value.items.push_back(std::move(item));
@@ -294,35 +294,35 @@ class Extractor {
         return value;
       case ExprKind::kUnary: {
         if (expr.un_op != UnOp::kNeg) Fail(expr.loc, "a unary operator other than -");
-        Value operand = Evaluate(*expr.children[0]);
-        if (operand.kind == Value::Kind::kInt && operand.int_value != INT64_MIN) {
+        RegionValue operand = Evaluate(*expr.children[0]);
+        if (operand.kind == RegionValue::Kind::kInt && operand.int_value != INT64_MIN) {
           operand.int_value = -operand.int_value;
           return WithLoc(operand, expr.loc);
         }
-        if (operand.kind == Value::Kind::kFloat) {
+        if (operand.kind == RegionValue::Kind::kFloat) {
           operand.float_value = -operand.float_value;
           return WithLoc(operand, expr.loc);
         }
-        if (operand.kind != Value::Kind::kTensor) Fail(expr.loc, "arithmetic on numbers inside a region");
+        if (operand.kind != RegionValue::Kind::kTensor) Fail(expr.loc, "arithmetic on numbers inside a region");
         return Call("unary-", {operand}, {}, expr.loc, "-");
       }
       case ExprKind::kBinary: {
-        Value left = Evaluate(*expr.children[0]);
-        Value right = Evaluate(*expr.children[1]);
+        RegionValue left = Evaluate(*expr.children[0]);
+        RegionValue right = Evaluate(*expr.children[1]);
         std::string symbol = SymbolOf(expr.bin_op);
-        if (left.kind == Value::Kind::kTensor) return Call(symbol, {left, right}, {}, expr.loc, symbol);
-        if (right.kind == Value::Kind::kTensor && left.is_number()) {
+        if (left.kind == RegionValue::Kind::kTensor) return Call(symbol, {left, right}, {}, expr.loc, symbol);
+        if (right.kind == RegionValue::Kind::kTensor && left.is_number()) {
           return Call("r" + symbol, {right, left}, {}, expr.loc, symbol);
         }
         Fail(expr.loc, absl::StrCat("the operator ", symbol, " on ", KindName(left), " and ", KindName(right)));
       }
       case ExprKind::kCompare: {
         if (expr.cmp_ops.size() != 1) Fail(expr.loc, "a chained comparison");
-        Value left = Evaluate(*expr.children[0]);
-        Value right = Evaluate(*expr.children[1]);
+        RegionValue left = Evaluate(*expr.children[0]);
+        RegionValue right = Evaluate(*expr.children[1]);
         std::string symbol = SymbolOf(expr.cmp_ops[0]);
-        if (left.kind == Value::Kind::kTensor) return Call(symbol, {left, right}, {}, expr.loc, symbol);
-        if (right.kind == Value::Kind::kTensor && left.is_number()) {
+        if (left.kind == RegionValue::Kind::kTensor) return Call(symbol, {left, right}, {}, expr.loc, symbol);
+        if (right.kind == RegionValue::Kind::kTensor && left.is_number()) {
           // Python asks the tensor for the reflected comparison.
           static const std::map<std::string, std::string> kReflected = {
               {"<", ">"}, {"<=", ">="}, {">", "<"}, {">=", "<="}, {"==", "=="}, {"!=", "!="}};
@@ -332,18 +332,18 @@ class Extractor {
         Fail(expr.loc, absl::StrCat("the comparison ", symbol, " on ", KindName(left), " and ", KindName(right)));
       }
       case ExprKind::kSubscript: {
-        Value base = Evaluate(*expr.children[0]);
+        RegionValue base = Evaluate(*expr.children[0]);
         const Expr& index = *expr.children[1];
-        if (base.kind == Value::Kind::kOutputs && index.kind == ExprKind::kInt && index.int_value >= 0 &&
+        if (base.kind == RegionValue::Kind::kOutputs && index.kind == ExprKind::kInt && index.int_value >= 0 &&
             index.int_value < static_cast<int64_t>(base.slots.size())) {
           return Tensor(base.slots[index.int_value], expr.loc);
         }
-        Fail(expr.loc, base.kind == Value::Kind::kTensor ? "indexing or slicing a tensor" : "a subscript");
+        Fail(expr.loc, base.kind == RegionValue::Kind::kTensor ? "indexing or slicing a tensor" : "a subscript");
       }
       case ExprKind::kAttribute: {
         if (!TorchName(expr).empty()) Fail(expr.loc, absl::StrCat(TorchName(expr), " used as a value"));
-        Value base = Evaluate(*expr.children[0]);
-        if (base.kind == Value::Kind::kOutputs && base.slots.size() == 2 &&
+        RegionValue base = Evaluate(*expr.children[0]);
+        if (base.kind == RegionValue::Kind::kOutputs && base.slots.size() == 2 &&
             (expr.text == "values" || expr.text == "indices")) {
           return Tensor(base.slots[expr.text == "values" ? 0 : 1], expr.loc);
         }
@@ -355,17 +355,17 @@ class Extractor {
     }
   }
 
-  static Value WithLoc(Value value, const Loc& loc) {
+  static RegionValue WithLoc(RegionValue value, const Loc& loc) {
     value.loc = loc;
     return value;
   }
 
-  Value EvaluateCall(const Expr& expr) {
+  RegionValue EvaluateCall(const Expr& expr) {
     const Expr& callee = *expr.children[0];
     std::string name = TorchName(callee);
     std::string spelling;
     std::string shown;
-    std::vector<Value> positional;
+    std::vector<RegionValue> positional;
     if (!name.empty()) {
       static const std::string kFunctional = "torch.nn.functional.";
       if (name.rfind(kFunctional, 0) == 0 && name.find('.', kFunctional.size()) == std::string::npos) {
@@ -376,8 +376,8 @@ class Extractor {
       shown = name;
       if (spelling.empty()) Fail(callee.loc, absl::StrCat(name, " is not a curated torch operation"));
     } else if (callee.kind == ExprKind::kAttribute) {
-      Value receiver = Evaluate(*callee.children[0]);
-      if (receiver.kind != Value::Kind::kTensor) {
+      RegionValue receiver = Evaluate(*callee.children[0]);
+      if (receiver.kind != RegionValue::Kind::kTensor) {
         Fail(callee.loc, absl::StrCat("a call of .", callee.text, " on ", KindName(receiver)));
       }
       spelling = "." + callee.text;
@@ -387,7 +387,7 @@ class Extractor {
       Fail(callee.loc, "a call of something other than a torch operation or a tensor method");
     }
     for (size_t i = 1; i < expr.children.size(); ++i) positional.push_back(Evaluate(*expr.children[i]));
-    std::vector<std::pair<std::string, Value>> keywords;
+    std::vector<std::pair<std::string, RegionValue>> keywords;
     for (const Keyword& keyword : expr.keywords) {
       if (keyword.name.empty()) Fail(keyword.loc, "**keyword arguments");
       keywords.emplace_back(keyword.name, Evaluate(*keyword.value));
@@ -396,21 +396,21 @@ class Extractor {
   }
 
   // Emits the first op whose spelling and signature fit the call.
-  Value Call(const std::string& spelling, const std::vector<Value>& positional,
-             const std::vector<std::pair<std::string, Value>>& keywords, const Loc& loc, const std::string& shown) {
+  RegionValue Call(const std::string& spelling, const std::vector<RegionValue>& positional,
+             const std::vector<std::pair<std::string, RegionValue>>& keywords, const Loc& loc, const std::string& shown) {
     bool spelled = false;
-    const std::vector<OpInfo>& ops = regions::Ops();
+    const std::vector<AtenOpInfo>& ops = regions::AtenOps();
     for (size_t op = 0; op < ops.size(); ++op) {
       if (!HasSpelling(ops[op].spellings, spelling)) continue;
       spelled = true;
       std::optional<std::vector<Operand>> operands = Bind(ops[op], positional, keywords);
       if (!operands) continue;
       Instruction instruction;
-      instruction.op = static_cast<Op>(op);
+      instruction.op = static_cast<AtenOp>(op);
       instruction.line = loc.line;
       instruction.col = loc.col;
       instruction.operands = std::move(*operands);
-      Value result;
+      RegionValue result;
       result.loc = loc;
       for (int k = 0; k < ops[op].outputs; ++k) {
         int32_t slot = code_.num_tensor_slots++;
@@ -420,12 +420,12 @@ class Extractor {
       }
       code_.instructions.push_back(std::move(instruction));
       if (ops[op].outputs == 1) return Tensor(result.slots[0], loc);
-      result.kind = Value::Kind::kOutputs;
+      result.kind = RegionValue::Kind::kOutputs;
       return result;
     }
     if (!spelled) Fail(loc, absl::StrCat(shown, " is not a curated torch operation"));
     std::string kinds;
-    for (const Value& value : positional) kinds += absl::StrCat(kinds.empty() ? "" : ", ", KindName(value));
+    for (const RegionValue& value : positional) kinds += absl::StrCat(kinds.empty() ? "" : ", ", KindName(value));
     for (const auto& [name, value] : keywords) kinds += absl::StrCat(kinds.empty() ? "" : ", ", name, "=", KindName(value));
     Fail(loc, absl::StrCat(shown, "(", kinds, ") is not a form of it the region tier runs"));
   }
@@ -439,21 +439,21 @@ class Extractor {
     return false;
   }
 
-  std::optional<std::vector<Operand>> Bind(const OpInfo& op, const std::vector<Value>& positional,
-                                           const std::vector<std::pair<std::string, Value>>& keywords) {
+  std::optional<std::vector<Operand>> Bind(const AtenOpInfo& op, const std::vector<RegionValue>& positional,
+                                           const std::vector<std::pair<std::string, RegionValue>>& keywords) {
     const std::vector<SignatureParam>& params = op.params;
     std::vector<std::optional<Operand>> bound(params.size());
     size_t next = 0;
     for (size_t i = 0; i < params.size() && !params[i].keyword_only; ++i) {
       if (params[i].collects_positional) {
-        std::vector<Value> rest(positional.begin() + std::min(next, positional.size()), positional.end());
+        std::vector<RegionValue> rest(positional.begin() + std::min(next, positional.size()), positional.end());
         next = positional.size();
         if (rest.empty()) break;
-        Value list;
-        if (rest.size() == 1 && rest[0].kind == Value::Kind::kList) {
+        RegionValue list;
+        if (rest.size() == 1 && rest[0].kind == RegionValue::Kind::kList) {
           list = rest[0];
         } else {
-          list.kind = Value::Kind::kList;
+          list.kind = RegionValue::Kind::kList;
           list.items = rest;
         }
         bound[i] = Convert(params[i], list);
@@ -507,24 +507,24 @@ class Extractor {
     return operand;
   }
 
-  static std::optional<Operand> Number(const Value& value, bool allow_float, bool allow_bool) {
+  static std::optional<Operand> Number(const RegionValue& value, bool allow_float, bool allow_bool) {
     Operand operand;
     switch (value.kind) {
-      case Value::Kind::kInt:
+      case RegionValue::Kind::kInt:
         operand.kind = Operand::Kind::kInt;
         operand.int_value = value.int_value;
         return operand;
-      case Value::Kind::kFloat:
+      case RegionValue::Kind::kFloat:
         if (!allow_float) return std::nullopt;
         operand.kind = Operand::Kind::kFloat;
         operand.float_value = value.float_value;
         return operand;
-      case Value::Kind::kBool:
+      case RegionValue::Kind::kBool:
         if (!allow_bool) return std::nullopt;
         operand.kind = Operand::Kind::kBool;
         operand.int_value = value.int_value;
         return operand;
-      case Value::Kind::kScalar:
+      case RegionValue::Kind::kScalar:
         if ((value.scalar == ScalarType::kFloat && !allow_float) || (value.scalar == ScalarType::kBool && !allow_bool)) {
           return std::nullopt;
         }
@@ -535,16 +535,16 @@ class Extractor {
     }
   }
 
-  static Operand TensorOperand(const Value& value) {
+  static Operand TensorOperand(const RegionValue& value) {
     Operand operand;
     operand.kind = Operand::Kind::kTensor;
     operand.slot = value.slot;
     return operand;
   }
 
-  static std::optional<Operand> Convert(const SignatureParam& param, const Value& value) {
-    bool tensor = value.kind == Value::Kind::kTensor;
-    bool none = value.kind == Value::Kind::kNone;
+  static std::optional<Operand> Convert(const SignatureParam& param, const RegionValue& value) {
+    bool tensor = value.kind == RegionValue::Kind::kTensor;
+    bool none = value.kind == RegionValue::Kind::kNone;
     Operand operand;
     switch (param.kind) {
       case ParamKind::kTensor:
@@ -555,10 +555,10 @@ class Extractor {
         if (none) return operand;
         return std::nullopt;
       case ParamKind::kTensorList:
-        if (value.kind != Value::Kind::kList || value.items.empty()) return std::nullopt;
+        if (value.kind != RegionValue::Kind::kList || value.items.empty()) return std::nullopt;
         operand.kind = Operand::Kind::kList;
-        for (const Value& item : value.items) {
-          if (item.kind != Value::Kind::kTensor) return std::nullopt;
+        for (const RegionValue& item : value.items) {
+          if (item.kind != RegionValue::Kind::kTensor) return std::nullopt;
           operand.items.push_back(TensorOperand(item));
         }
         return operand;
@@ -572,8 +572,8 @@ class Extractor {
       case ParamKind::kInt: return Number(value, false, false);
       case ParamKind::kIntList:
         operand.kind = Operand::Kind::kList;
-        if (value.kind == Value::Kind::kList) {
-          for (const Value& item : value.items) {
+        if (value.kind == RegionValue::Kind::kList) {
+          for (const RegionValue& item : value.items) {
             std::optional<Operand> element = Number(item, false, false);
             if (!element) return std::nullopt;
             operand.items.push_back(*element);
@@ -586,13 +586,13 @@ class Extractor {
         return std::nullopt;
       case ParamKind::kFloat: return Number(value, true, false);
       case ParamKind::kBool:
-        if (value.kind == Value::Kind::kBool || (value.kind == Value::Kind::kScalar && value.scalar == ScalarType::kBool)) {
+        if (value.kind == RegionValue::Kind::kBool || (value.kind == RegionValue::Kind::kScalar && value.scalar == ScalarType::kBool)) {
           return Number(value, false, true);
         }
         return std::nullopt;
       case ParamKind::kReduction:
       case ParamKind::kGeluApproximation: {
-        if (value.kind != Value::Kind::kString) return std::nullopt;
+        if (value.kind != RegionValue::Kind::kString) return std::nullopt;
         bool valid = param.kind == ParamKind::kReduction
                          ? (value.text == "none" || value.text == "mean" || value.text == "sum")
                          : (value.text == "none" || value.text == "tanh");
@@ -604,7 +604,7 @@ class Extractor {
       case ParamKind::kFixed: {
         const Literal& fixed = param.default_value;
         if (fixed.kind == Literal::Kind::kNone && none) return operand;
-        if (fixed.kind == Literal::Kind::kBool && value.kind == Value::Kind::kBool && value.int_value == fixed.int_value) {
+        if (fixed.kind == Literal::Kind::kBool && value.kind == RegionValue::Kind::kBool && value.int_value == fixed.int_value) {
           return FromLiteral(fixed);
         }
         return std::nullopt;
@@ -635,8 +635,8 @@ class Extractor {
   const FunctionDef& def_;
   const ModuleInfo& module_;
   RegionCode code_;
-  std::map<std::string, Value> param_values_;
-  std::map<std::string, Value> names_;
+  std::map<std::string, RegionValue> param_values_;
+  std::map<std::string, RegionValue> names_;
 };
 
 }  // namespace

@@ -17,6 +17,8 @@ constexpr const char* kBuiltinNames[] = {
 #undef PPY_BUILTIN_NAME
 };
 
+// The id of `name` among the builtins with typed forms (PPY_TYPED_BUILTINS:
+// len, int, float, bool, abs, min, max, range), or -1.
 int BuiltinId(const std::string& name) {
   for (size_t i = 0; i < std::size(kBuiltinNames); ++i) {
     if (name == kBuiltinNames[i]) return static_cast<int>(i);
@@ -34,6 +36,7 @@ int MathId(const std::string& name, size_t arity) {
   return -1;
 }
 
+// Whether `name` is a function of the math module that ppy types.
 bool IsMathName(const std::string& name) {
   for (int i = 0; i < kMathCount; ++i) {
     if (name == kMathInfo[i].name) return true;
@@ -41,6 +44,9 @@ bool IsMathName(const std::string& name) {
   return false;
 }
 
+// The value of a math module constant ppy folds (pi, e, tau, inf, nan), or
+// nullptr. Folding is safe because typecheck proves the name still means the
+// module's constant where it is read.
 const double* MathConstant(const std::string& name) {
   for (const auto& constant : kMathConstants) {
     if (name == constant.name) return &constant.value;
@@ -48,6 +54,7 @@ const double* MathConstant(const std::string& name) {
   return nullptr;
 }
 
+// The element type the ppy package exports under `name` (f64, i32, ...), or kNone.
 ElemType ElemTypeNamed(const std::string& name) {
   for (int i = 1; i < kElemTypeCount; ++i) {
     if (name == InfoOf(static_cast<ElemType>(i)).name) return static_cast<ElemType>(i);
@@ -61,6 +68,7 @@ const char* InternedClassName(const std::string& name) {
   return names->insert(name).first->c_str();
 }
 
+// Whether `expr` is a name bound at module level to `import ppy`.
 bool IsPpyModule(const Expr& expr, const ModuleInfo& module) {
   if (expr.kind != ExprKind::kName) return false;
   auto it = module.globals.find(expr.text);
@@ -80,6 +88,8 @@ std::string PpyNameOf(const Expr& expr, const ModuleInfo& module) {
   return "";
 }
 
+// Whether `expr` is `torch.Tensor` (or `t.Tensor` for `import torch as t`):
+// the annotation that makes a function a region candidate.
 bool IsTorchTensor(const Expr& expr, const ModuleInfo& module) {
   if (expr.kind != ExprKind::kAttribute || expr.text != "Tensor") return false;
   const Expr& base = *expr.children[0];
@@ -91,6 +101,7 @@ bool IsTorchTensor(const Expr& expr, const ModuleInfo& module) {
 
 }  // namespace
 
+// See compiler/typecheck.h.
 int GenericParamOf(const FunctionDef& def, const ModuleInfo& module) {
   for (size_t i = 0; i < def.params.size(); ++i) {
     const Expr* annotation = def.params[i].annotation.get();
@@ -102,6 +113,14 @@ int GenericParamOf(const FunctionDef& def, const ModuleInfo& module) {
   return -1;
 }
 
+// The type an annotation declares: int, float, bool and None are typed;
+// Buffer[T] a buffer of T's element type (float is f64 and int i64, as
+// Python's own float and int) and Buffer[T, n] one of n dimensions; Buffer
+// alone the element type this check is for (ModuleInfo::generic_elem);
+// torch.Tensor and any other class an object that remembers its class for
+// messages. A string annotation is not evaluated (PEP 563 semantics would
+// need the namespace), so it is dynamic. Misused ppy names (an element type
+// as a value type, a bad dimension count) set `error`.
 Type TypeOfAnnotation(const Expr& annotation, const ModuleInfo& module, std::string* error) {
   switch (annotation.kind) {
     case ExprKind::kNone: return Type::None();
@@ -181,6 +200,9 @@ struct Flow {
   bool reachable = true;
 };
 
+// Definite assignment where two paths join: a local is assigned after the
+// join only if it is on both paths; a path that cannot reach the join (it
+// returned, raised, broke out) does not count.
 Flow Merge(const Flow& a, const Flow& b) {
   if (!a.reachable) return b;
   if (!b.reachable) return a;
@@ -272,6 +294,10 @@ class ModuleChecker {
     info_->generic_elem = generic_elem;
   }
 
+  // Checks the module: binds its global names, checks every function (callees
+  // before callers where it can, for direct calls), revisits callers of
+  // functions that ended up falling back, numbers the compiled functions in
+  // source order, and sorts diagnostics by position.
   std::unique_ptr<ModuleInfo> Run() {
     ScanGlobals();
     state_.assign(info_->functions.size(), 0);
@@ -309,6 +335,10 @@ class ModuleChecker {
 
   ModuleInfo& info() { return *info_; }
 
+  // Whether a call of module function `index` by name may be a typed CALL_FN:
+  // it compiles (or is being checked, for recursion), has no other decorator,
+  // and its name is never rebound, so the name always means this function
+  // (CallModuleFunction still checks that at run time).
   bool DirectlyCallable(int index) const {
     const FunctionInfo& fn = info_->functions[index];
     bool compiles = state_[index] == 2 ? fn.compiled : fn.passes_scan;
@@ -348,6 +378,10 @@ class ModuleChecker {
     }
   }
 
+  // Records what a module-level name means. A name bound twice to the same
+  // thing keeps it; bound to two different things it becomes a plain dynamic
+  // global (and a function bound so is `rebound`, never called directly), since
+  // which binding a call sees depends on execution order.
   void Bind(const std::string& name, GlobalSymbol symbol) {
     auto it = info_->globals.find(name);
     if (it == info_->globals.end()) {
@@ -367,6 +401,7 @@ class ModuleChecker {
     existing = GlobalSymbol{};
   }
 
+  // Module-level assignment targets become dynamic globals.
   void BindTargets(const Expr* target) {
     if (target == nullptr) return;
     if (target->kind == ExprKind::kName) {
@@ -376,6 +411,8 @@ class ModuleChecker {
     }
   }
 
+  // `import a.b` binds `a` to module a; `import a.b as c` binds `c` to module
+  // a.b, as Python binds them. Importing torch marks the module for regions.
   void BindImport(const Stmt& stmt) {
     for (const auto& [name, as_name] : stmt.names) {
       GlobalSymbol symbol;
@@ -391,6 +428,10 @@ class ModuleChecker {
     }
   }
 
+  // `from m import x`: math constants and functions and ppy's names keep what
+  // they are (so that math.sqrt and Buffer are recognized under any spelling);
+  // anything else is a dynamic global. Names from torch remember their origin
+  // for the region extractor.
   void BindImportFrom(const Stmt& stmt) {
     const std::string& module = stmt.names[0].first;
     for (size_t i = 1; i < stmt.names.size(); ++i) {
@@ -450,6 +491,7 @@ class ModuleChecker {
     }
   }
 
+  // The names a function's `global` statements declare, nested blocks included.
   void CollectGlobalDeclarations(const std::vector<StmtPtr>& body, std::set<std::string>* names) {
     for (const StmtPtr& stmt : body) {
       if (stmt->kind == StmtKind::kGlobal) {
@@ -460,6 +502,10 @@ class ModuleChecker {
     }
   }
 
+  // One pass over the module's top-level statements, binding every name they
+  // define: defs, imports, annotated numeric constants (typed, read once per
+  // call), and everything else as a dynamic global. Names declared `global` in
+  // a function are dynamic too, since running that function may rebind them.
   void ScanGlobals() {
     for (size_t i = 0; i < syntax_.body.size(); ++i) {
       Stmt& stmt = *syntax_.body[i];
@@ -544,12 +590,16 @@ class ModuleChecker {
 FunctionChecker::FunctionChecker(ModuleChecker& module, FunctionInfo& fn)
     : module_(module), info_(module.info()), fn_(fn) {}
 
+// A type error at `loc`: reported (unless inferring quietly) and the function
+// falls back to Python once its check ends, so that it still runs, as Python.
 void FunctionChecker::Error(const Loc& loc, std::string message) {
   if (quiet_) return;
   fn_.has_type_errors = true;
   info_.diagnostics.push_back({Severity::kError, loc, std::move(message)});
 }
 
+// Marks the function as running as Python because of `reason` at `loc`; for
+// a @ppy.native function, which must compile, that is an error.
 void FunctionChecker::Fallback(const Loc& loc, const std::string& reason) {
   fn_.compiled = false;
   fn_.fallback_reason = reason;
@@ -560,6 +610,10 @@ void FunctionChecker::Fallback(const Loc& loc, const std::string& reason) {
   }
 }
 
+// Decides whether the function compiles and types it, in phases: decorators,
+// a scan for constructs the VM does not run, parameters, locals (collected,
+// then their types inferred), the body, and the result type. Any type error
+// makes the function fall back as a whole.
 void FunctionChecker::Run() {
   ReadDecorators();
   if (FindUnsupported()) return;
@@ -580,6 +634,9 @@ void FunctionChecker::Run() {
   }
 }
 
+// @ppy.native requires the function to compile (a fallback becomes an
+// error); any other decorator may replace the function, so calls by its name
+// are never typed calls (DirectlyCallable).
 void FunctionChecker::ReadDecorators() {
   for (const ExprPtr& decorator : fn_.def->decorators) {
     if (PpyNameOf(*decorator, info_) == "native") {
@@ -590,6 +647,8 @@ void FunctionChecker::ReadDecorators() {
   }
 }
 
+// Whether `expr` contains a construct the reader left Unsupported (a lambda,
+// a comprehension, ...); if so the function falls back, naming it.
 bool FunctionChecker::FindUnsupportedIn(const Expr* expr) {
   if (expr == nullptr) return false;
   if (expr->kind == ExprKind::kUnsupported) {
@@ -605,6 +664,9 @@ bool FunctionChecker::FindUnsupportedIn(const Expr* expr) {
   return false;
 }
 
+// Whether a statement of `body` is unsupported, or a nested def: a closure
+// needs cells, which the VM does not have, so the enclosing function runs as
+// Python.
 bool FunctionChecker::FindUnsupportedIn(const std::vector<StmtPtr>& body) {
   for (const StmtPtr& stmt : body) {
     if (stmt->kind == StmtKind::kUnsupported) {
@@ -624,6 +686,9 @@ bool FunctionChecker::FindUnsupportedIn(const std::vector<StmtPtr>& body) {
   return false;
 }
 
+// Whether the function uses what the VM does not run: async def, type
+// parameters, *args or **kwargs, or an unsupported construct in its body.
+// Then it falls back as a whole, before anything is typed.
 bool FunctionChecker::FindUnsupported() {
   const FunctionDef& def = *fn_.def;
   if (def.is_async) {
@@ -641,6 +706,10 @@ bool FunctionChecker::FindUnsupported() {
   return FindUnsupportedIn(def.body);
 }
 
+// The parameters become the first locals, typed by their annotations (an
+// unannotated parameter, or one annotated None, takes any object, as Python
+// checks nothing at a call). A Buffer result annotation is the exporting
+// object, since a view is only borrowed for the call.
 void FunctionChecker::DeclareParams() {
   fn_.generic_param = GenericParamOf(*fn_.def, info_);
   for (const ParamSyntax& param : fn_.def->params) {
@@ -673,6 +742,9 @@ void FunctionChecker::DeclareParams() {
   }
 }
 
+// Makes `name` a local, first assigned at `loc`, unless it is one already or
+// is declared global: Python decides locality per function, by whether the
+// name is bound anywhere in it.
 void FunctionChecker::DeclareLocal(const std::string& name, const Loc& loc) {
   if (fn_.declared_global.count(name) || fn_.local_index.count(name)) return;
   LocalVariable local;
@@ -682,6 +754,7 @@ void FunctionChecker::DeclareLocal(const std::string& name, const Loc& loc) {
   fn_.locals.push_back(std::move(local));
 }
 
+// The names an assignment target binds (through tuple and list unpacking).
 void FunctionChecker::CollectTarget(const Expr& target, const Loc& loc) {
   if (target.kind == ExprKind::kName) {
     DeclareLocal(target.text, loc);
@@ -690,6 +763,11 @@ void FunctionChecker::CollectTarget(const Expr& target, const Loc& loc) {
   }
 }
 
+// Every name the body binds is a local of the whole function, as in Python
+// (assignments, annotations, augmented assignments, for targets, imports),
+// except names declared `global` anywhere in it. An annotation fixes the
+// local's type; annotating a name global, or annotating a local twice with
+// different types, is an error, as in CPython.
 void FunctionChecker::CollectLocals(const std::vector<StmtPtr>& body) {
   // `global` applies to the whole function, so collect those names first.
   std::function<void(const std::vector<StmtPtr>&)> globals = [&](const std::vector<StmtPtr>& stmts) {
@@ -767,6 +845,8 @@ static bool SameLocalType(Type a, Type b) {
   return a.known_class != nullptr && b.known_class != nullptr && std::strcmp(a.known_class, b.known_class) == 0;
 }
 
+// The joined type of two assignments to an unannotated local: unknown joins
+// to the other, equal types stay, anything else is dynamic (see above).
 static Type JoinLocalTypes(Type a, Type b) {
   if (!a.is_known()) return b;
   if (!b.is_known() || SameLocalType(a, b)) return a;
@@ -801,6 +881,11 @@ void FunctionChecker::InferTarget(Expr& target, Type type, const Loc& loc) {
   }
 }
 
+// One round of inference over `body`: each assignment joins the type of its
+// value into the locals it binds (`a, b = x, y` item by item), a for target
+// the element type of what it iterates (int for range, the element for a
+// buffer, an object for anything else), `s op= x` the operator's result type,
+// and an import a module object.
 void FunctionChecker::InferBlock(std::vector<StmtPtr>& body) {
   for (StmtPtr& stmt : body) {
     switch (stmt->kind) {
@@ -865,6 +950,7 @@ void FunctionChecker::InferBlock(std::vector<StmtPtr>& body) {
   }
 }
 
+// Infers every unannotated local's type (see the comment inside).
 void FunctionChecker::InferLocalTypes() {
   quiet_ = true;
   // An unannotated local's type joins the types of all its assignments
@@ -890,10 +976,14 @@ void FunctionChecker::InferLocalTypes() {
   }
 }
 
+// Definite assignment: local `slot` is assigned on the current path.
 void FunctionChecker::AssignLocal(int slot) {
   if (slot >= 0 && slot < static_cast<int>(flow_.assigned.size())) flow_.assigned[slot] = true;
 }
 
+// Types the body with definite assignment: parameters are assigned on entry,
+// every other local only once a path assigns it (a read before that gets an
+// UnboundLocalError check, as Python raises one).
 void FunctionChecker::CheckBody() {
   flow_.assigned.assign(fn_.locals.size(), false);
   for (size_t i = 0; i < fn_.locals.size(); ++i) {
@@ -902,6 +992,11 @@ void FunctionChecker::CheckBody() {
   CheckBlock(fn_.def->body);
 }
 
+// The result type. An annotated numeric result must be returned on every
+// path: a typed register has no None to fall off with. An unannotated
+// function returns the one type all its returns agree on, else a dynamic
+// object (as Python returns whichever value it got), None if it never
+// returns a value.
 void FunctionChecker::DecideResult() {
   bool falls_off = flow_.reachable;
   if (fn_.result_annotated) {
@@ -931,10 +1026,17 @@ void FunctionChecker::DecideResult() {
 
 // ---- Statements ----------------------------------------------------------------------------------
 
+// Types each statement of a block in order, carrying the flow state.
 void FunctionChecker::CheckBlock(std::vector<StmtPtr>& body) {
   for (StmtPtr& stmt : body) CheckStatement(*stmt);
 }
 
+// Types one statement and moves the flow state: a return, raise, break or
+// continue makes the rest of the block unreachable; `if` merges what each
+// branch assigned; a return's value must be assignable to an annotated result
+// (the message suggests float(...) or int(...) where Python's value would
+// print differently); raising a number is an error, as CPython's TypeError
+// "exceptions must derive from BaseException".
 void FunctionChecker::CheckStatement(Stmt& stmt) {
   switch (stmt.kind) {
     case StmtKind::kExpr: Check(*stmt.value); break;
@@ -1024,6 +1126,10 @@ void FunctionChecker::CheckStatement(Stmt& stmt) {
   }
 }
 
+// Types a loop's body and else block for definite assignment: the body may
+// run no times, so after the loop a local is assigned only if it was before
+// (or, after the else block, on that path), and each break carries what its
+// path had assigned. `while True` is left only by break.
 void FunctionChecker::CheckLoopBody(Stmt& stmt, bool infinite) {
   Flow before = flow_;
   std::vector<Flow> breaks;
@@ -1041,6 +1147,10 @@ void FunctionChecker::CheckLoopBody(Stmt& stmt, bool infinite) {
   for (const Flow& exit : breaks) flow_ = Merge(flow_, exit);
 }
 
+// Types a for loop: the counted forms (enumerate, zip, reversed over buffers
+// and ranges), range() with one to three int arguments (a float argument is
+// CPython's TypeError), a buffer (its elements), or any object; assigning
+// the element to the target must type-check like an assignment.
 void FunctionChecker::CheckFor(Stmt& stmt) {
   Expr& iter = *stmt.value;
   Expr& target = *stmt.targets[0];
@@ -1251,6 +1361,12 @@ IterForm FunctionChecker::CountedForm(Stmt& stmt, std::vector<Type>* elements) {
   return form;
 }
 
+// Checks storing a value of type `value` into `target` and resolves it: a
+// local must accept the type (its annotation, or its first assignment's type
+// for an inferred one); a `global` name stores an object (a Buffer cannot
+// escape the call that borrowed it); a buffer element takes a number its
+// element can hold (a slice of a buffer, only an object); items and
+// attributes of objects take anything; tuple and list targets unpack.
 void FunctionChecker::CheckAssignTarget(Expr& target, Type value, const Loc& value_loc) {
   switch (target.kind) {
     case ExprKind::kName: {
@@ -1313,6 +1429,10 @@ void FunctionChecker::CheckAssignTarget(Expr& target, Type value, const Loc& val
   }
 }
 
+// Checks `target op= value`: the operator's result type must be assignable
+// back to the target (an int local cannot take `+= 0.5`, since it would become
+// a float, which its register cannot hold); buffer elements and object items
+// and attributes are read, combined and stored as the plain forms are.
 void FunctionChecker::CheckAugAssign(Stmt& stmt) {
   Expr& target = *stmt.targets[0];
   Type value = Check(*stmt.value);
@@ -1375,11 +1495,14 @@ void FunctionChecker::CheckAugAssign(Stmt& stmt) {
 
 // ---- Expressions ----------------------------------------------------------------------------------
 
+// The local slot of `name`, or -1 for a name that is not a local.
 int FunctionChecker::LocalSlot(const std::string& name) const {
   auto it = fn_.local_index.find(name);
   return it == fn_.local_index.end() ? -1 : it->second;
 }
 
+// What the module binds `name` to, or nullptr when the module does not bind it
+// (then it is a builtin, or a NameError at run time, as in Python).
 const GlobalSymbol* FunctionChecker::Global(const std::string& name) const {
   auto it = info_.globals.find(name);
   return it == info_.globals.end() ? nullptr : &it->second;
@@ -1406,6 +1529,9 @@ bool FunctionChecker::Assignable(Type target, Type value) const {
   }
 }
 
+// The start of the message for assigning `value` where `target` is needed,
+// with the conversion that would make it type-check (int(...) truncates a
+// float as Python's int() does; float(...) of an int).
 std::string FunctionChecker::CannotAssign(Type target, Type value) const {
   if (target.is_integral() && value.is_float()) return "cannot assign float (write int(...) to truncate it) to";
   if (target.is_float() && value.is_integral()) {
@@ -1418,12 +1544,19 @@ std::string FunctionChecker::CannotAssign(Type target, Type value) const {
   return absl::StrCat("cannot assign ", value.name(), " to");
 }
 
+// Types `expr` and its subexpressions, recording the type on the node for the
+// lowering; returns it.
 Type FunctionChecker::Check(Expr& expr) {
   Type type = CheckInner(expr);
   expr.type = type;
   return type;
 }
 
+// The type of one expression by its kind. Literals have their own types (an
+// int literal beyond 64 bits is an object int); `a or b` and `a if c else b`
+// are one of their operands, as in Python, so they have a type only if the
+// operands agree (a mixture of numbers is a dynamic number); displays and
+// f-strings are objects of their class.
 Type FunctionChecker::CheckInner(Expr& expr) {
   switch (expr.kind) {
     case ExprKind::kInt: return Type::Int();
@@ -1486,6 +1619,10 @@ Type FunctionChecker::CheckInner(Expr& expr) {
   return Type::Unknown();
 }
 
+// Resolves a name by Python's scoping: a local (with an UnboundLocalError
+// check where a path may read it before any assignment), a typed module
+// constant (read once per call), a folded math constant, else a global or
+// builtin looked up at run time.
 Type FunctionChecker::CheckName(Expr& expr) {
   int slot = LocalSlot(expr.text);
   if (slot >= 0) {
@@ -1527,6 +1664,8 @@ Type FunctionChecker::CheckName(Expr& expr) {
   return Type::Object();
 }
 
+// `math.pi` and the other math constants fold to floats when `math` is the
+// module; any other attribute is an object, read through the C API.
 Type FunctionChecker::CheckAttribute(Expr& expr) {
   Expr& base = *expr.children[0];
   if (base.kind == ExprKind::kName && !IsLocal(base.text)) {
@@ -1590,6 +1729,11 @@ bool FunctionChecker::CheckBufferIndex(const Type& base, Expr& index) {
   return true;
 }
 
+// `base[index]`: a buffer indexed by one integer per dimension has the
+// element's type (a float index is CPython's TypeError, a bool index an
+// error, see above); a slice or a row is the exporter's object; a.shape[k]
+// of a buffer, k a constant, is an int; an object's item is an object; a
+// number is not subscriptable, as CPython says.
 Type FunctionChecker::CheckSubscript(Expr& expr) {
   // a.shape[k] of an N-d buffer, k a constant: an int.
   Expr& shape = *expr.children[0];
@@ -1614,6 +1758,11 @@ Type FunctionChecker::CheckSubscript(Expr& expr) {
   return Type::Object();
 }
 
+// Resolves a call: a module function that is directly callable becomes a
+// typed call (checking the callee first, so its result type is known, except
+// within recursion, where an annotated result suffices); math functions and
+// the typed builtins have their own rules; anything else is a dynamic call.
+// A local or a `global` name shadows all of these, as in Python.
 Type FunctionChecker::CheckCall(Expr& expr) {
   Expr& callee = *expr.children[0];
   expr.resolution = Resolution::kUnresolved;
@@ -1645,6 +1794,9 @@ Type FunctionChecker::CheckCall(Expr& expr) {
   return CheckDynamicCall(expr);
 }
 
+// A call through the C API: the callee and the arguments are typed for their
+// own sake and the result is an object. Calling a number is CPython's
+// TypeError "'int' object is not callable".
 Type FunctionChecker::CheckDynamicCall(Expr& expr) {
   Expr& callee = *expr.children[0];
   if (callee.kind == ExprKind::kAttribute) {
@@ -1662,6 +1814,14 @@ Type FunctionChecker::CheckDynamicCall(Expr& expr) {
   return Type::Object();
 }
 
+// A call of a compiled module function by name, bound at compile time by
+// Python's rules: positional arguments first, then keywords by name (never a
+// positional-only parameter, never one bound twice), then defaults, which must
+// be literals (a default expression is evaluated once when the def runs and
+// lives in the function object). The call is typed only if every argument has
+// exactly the parameter's type; anything else (too many arguments, an int for
+// a float, an object for a buffer) is a dynamic call, so that the callee's
+// Python-facing entry converts or falls back exactly as CPython would.
 Type FunctionChecker::CheckTypedCall(Expr& expr, int function) {
   const FunctionInfo& callee = info_.functions[function];
   const FunctionDef& def = *callee.def;
@@ -1728,6 +1888,10 @@ Type FunctionChecker::CheckTypedCall(Expr& expr, int function) {
   return callee.result.is_known() ? callee.result : Type::Object();
 }
 
+// A math function with a typed form and the right number of numeric
+// arguments: float, int (floor, ceil, trunc) or bool (isnan, isinf,
+// isfinite) result. Keywords or an object argument leave the call to CPython's
+// math module; a buffer argument is its TypeError.
 Type FunctionChecker::CheckMathCall(Expr& expr, const std::string& name) {
   size_t arity = expr.children.size() - 1;
   int id = expr.keywords.empty() ? MathId(name, arity) : -1;
@@ -1751,6 +1915,10 @@ Type FunctionChecker::CheckMathCall(Expr& expr, const std::string& name) {
   return Type::Float();
 }
 
+// The builtins with typed forms: len of a buffer, int/float/bool of a number,
+// abs of a number, min and max of numbers of one type. Any other use calls the
+// builtin object itself (a typed result type is unboxed after), so that
+// CPython raises or answers; len of a number is its TypeError.
 Type FunctionChecker::CheckBuiltinCall(Expr& expr, Builtin builtin) {
   size_t arity = expr.children.size() - 1;
   std::vector<Type> args;
@@ -1805,6 +1973,12 @@ Type FunctionChecker::CheckBuiltinCall(Expr& expr, Builtin builtin) {
   return dynamic(Type::Object());
 }
 
+// The result type of `left op right` by Python's numeric rules: any object
+// operand makes an object (the C API decides); ints and bools give an int
+// (bitwise operators on two bools a bool, `/` a float, `**` a float for a
+// negative literal exponent, as Python's does); a float operand gives a float,
+// and bitwise operators or shifts on a float, @ on numbers, and arithmetic on
+// a buffer are CPython's "unsupported operand type(s)".
 Type FunctionChecker::BinaryType(BinOp op, Type left, Type right, const Expr* right_expr, const Loc& loc) {
   if (!left.is_known() || !right.is_known()) return Type::Unknown();
   if (left.is_object() || right.is_object()) {
@@ -1846,12 +2020,16 @@ Type FunctionChecker::BinaryType(BinOp op, Type left, Type right, const Expr* ri
   }
 }
 
+// `left op right`: both operands, then BinaryType.
 Type FunctionChecker::CheckBinary(Expr& expr) {
   Type left = Check(*expr.children[0]);
   Type right = Check(*expr.children[1]);
   return BinaryType(expr.bin_op, left, right, expr.children[1].get(), expr.loc);
 }
 
+// `not x` is a bool for any operand; `-x` and `+x` keep an int or a float (a
+// bool becomes an int, as -True is -1); `~x` needs an integer. Anything else
+// on a number is CPython's "bad operand type for unary".
 Type FunctionChecker::CheckUnary(Expr& expr) {
   Type operand = Check(*expr.children[0]);
   if (!operand.is_known()) return Type::Unknown();
@@ -1874,6 +2052,10 @@ Type FunctionChecker::CheckUnary(Expr& expr) {
   return Type::Unknown();
 }
 
+// A comparison chain is a bool when every link compares numbers (or is an
+// `is`/`in` test); a rich comparison involving an object may return any
+// object, so the chain is then an object. `x in 3` is CPython's "argument of
+// type 'int' is not iterable".
 Type FunctionChecker::CheckCompare(Expr& expr) {
   std::vector<Type> types;
   for (ExprPtr& child : expr.children) types.push_back(Check(*child));
@@ -1905,6 +2087,7 @@ Type FunctionChecker::CheckCompare(Expr& expr) {
 
 }  // namespace
 
+// See compiler/typecheck.h.
 std::unique_ptr<ModuleInfo> CheckModule(ModuleSyntax& module, const std::map<int, std::string>& forced_fallbacks,
                                         ElemType generic_elem) {
   return ModuleChecker(module, forced_fallbacks, generic_elem).Run();

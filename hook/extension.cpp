@@ -4,7 +4,6 @@
 // compiler serializes an entry, and this reads it back like any cache entry.
 //
 //   load(data, ppy_version) -> CompiledModule (verified, not yet attached)
-//   read_header(data) -> (format, ppy_version, abi, key)
 //   digest(data) -> str: the cache's 128-bit content digest
 //   set_profiling(enabled)
 
@@ -16,7 +15,7 @@
 #include "asmjit-backend/code_cache.h"
 #include "asmjit-backend/jit.h"
 #include "build_id.h"
-#include "vm/region_function.h"
+#include "regions/region_function.h"
 #include "vm/function_object.h"
 #include "vm/interpreter.h"
 #include "vm/tiering.h"
@@ -62,17 +61,6 @@ PyObject* Load(PyObject*, PyObject* args) {
   PyObject* module = NewCompiledModule(std::move(entry->module), extras);
   Py_DECREF(extras);
   return module;
-}
-
-PyObject* ReadHeader(PyObject*, PyObject* args) {
-  Py_buffer data;
-  if (!PyArg_ParseTuple(args, "y*:read_header", &data)) return nullptr;
-  StatusOr<EntryHeader> header =
-      ParseEntryHeader(std::string_view(static_cast<const char*>(data.buf), data.len));
-  PyBuffer_Release(&data);
-  if (!header.ok()) return RaiseEntryError("corrupt", std::string(header.status().message()));
-  return Py_BuildValue("(Isss)", header->format, header->ppy_version.c_str(), header->abi.c_str(),
-                       header->key.c_str());
 }
 
 PyObject* Digest(PyObject*, PyObject* arg) {
@@ -188,7 +176,7 @@ PyObject* JitWait(PyObject*, PyObject* args) {
   code->pending_version = version;
   code->pending_key = key;
   for (const auto& fn : code->functions) {
-    if (fn->jit_state == JitState::kNone) fn->jit_state = JitState::kPending;
+    if (fn->runtime->jit_state == JitState::kNone) fn->runtime->jit_state = JitState::kPending;
   }
   Py_RETURN_NONE;
 }
@@ -212,7 +200,6 @@ PyMethodDef kMethods[] = {
     {"digest", Digest, METH_O, "digest(data) -> 32 hex digits: the cache's content digest"},
     {"set_profiling", SetProfilingFromPython, METH_O, "set_profiling(enabled): time every call of a compiled function"},
     {"load", Load, METH_VARARGS, "load(data, ppy_version) -> CompiledModule, verified; attach() it to run it"},
-    {"read_header", ReadHeader, METH_VARARGS, "read_header(data) -> (format, ppy_version, abi, key)"},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -227,7 +214,7 @@ PyMODINIT_FUNC PyInit__ppy() {
   PyObject* module = PyModule_Create(&ppy::kModule);
   if (module == nullptr) return nullptr;
   ppy::jit::Install();
-  if (!ppy::InitFunctionTypes(module)) {
+  if (!ppy::InitFunctionTypes(module) || !ppy::regions::InstallRegionTier(module)) {
     Py_DECREF(module);
     return nullptr;
   }

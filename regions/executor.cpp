@@ -131,7 +131,7 @@ struct Frame {
 };
 
 // Runs instruction `k`: the at:: call of torch's Python binding for its op.
-void Execute(Frame& frame, size_t k) {
+void RunRegion(Frame& frame, size_t k) {
   const Instruction& in = frame.program.code.instructions[k];
   const std::vector<Operand>& a = in.operands;
   auto T = [&](size_t i) -> const at::Tensor& { return frame.Tensor(a[i]); };
@@ -141,70 +141,70 @@ void Execute(Frame& frame, size_t k) {
   auto B = [&](size_t i) { return frame.Bool(a[i]); };
   at::Tensor result;
   switch (in.op) {
-    case Op::kAdd: result = at::add(T(0), TN(1), S(2)); break;
-    case Op::kSub: result = at::sub(T(0), TN(1), S(2)); break;
-    case Op::kReverseSub: result = at::rsub(T(0), S(1)); break;
-    case Op::kMul: result = at::mul(T(0), TN(1)); break;
-    case Op::kDiv: result = at::div(T(0), TN(1)); break;
+    case AtenOp::kAdd: result = at::add(T(0), TN(1), S(2)); break;
+    case AtenOp::kSub: result = at::sub(T(0), TN(1), S(2)); break;
+    case AtenOp::kReverseSub: result = at::rsub(T(0), S(1)); break;
+    case AtenOp::kMul: result = at::mul(T(0), TN(1)); break;
+    case AtenOp::kDiv: result = at::div(T(0), TN(1)); break;
     // Tensor.__rdiv__ is `self.reciprocal() * other`.
-    case Op::kReverseDiv: result = at::mul(at::reciprocal(T(0)), frame.TensorOrNumber(k, 1, a[1])); break;
-    case Op::kPow: result = at::pow(T(0), T(1)); break;
-    case Op::kPowScalarExponent: result = at::pow(T(0), S(1)); break;
-    case Op::kPowScalarBase: result = at::pow(S(0), T(1)); break;
+    case AtenOp::kReverseDiv: result = at::mul(at::reciprocal(T(0)), frame.TensorOrNumber(k, 1, a[1])); break;
+    case AtenOp::kPow: result = at::pow(T(0), T(1)); break;
+    case AtenOp::kPowScalarExponent: result = at::pow(T(0), S(1)); break;
+    case AtenOp::kPowScalarBase: result = at::pow(S(0), T(1)); break;
     // Tensor.__rpow__ is `torch.pow(other, self)`.
-    case Op::kReversePow: result = at::pow(S(1), T(0)); break;
-    case Op::kMatmul:
+    case AtenOp::kReversePow: result = at::pow(S(1), T(0)); break;
+    case AtenOp::kMatmul:
       // at::matmul of two matrices is exactly at::mm (it is a composite that
       // calls mm; the graph holds MmBackward0 either way): skip the detour.
       result = T(0).dim() == 2 && T(1).dim() == 2 ? at::mm(T(0), T(1)) : at::matmul(T(0), T(1));
       break;
-    case Op::kMm: result = at::mm(T(0), T(1)); break;
-    case Op::kNeg: result = at::neg(T(0)); break;
-    case Op::kAbs: result = at::abs(T(0)); break;
-    case Op::kExp: result = at::exp(T(0)); break;
-    case Op::kLog: result = at::log(T(0)); break;
-    case Op::kSqrt: result = at::sqrt(T(0)); break;
-    case Op::kRelu:
-    case Op::kFunctionalRelu: result = at::relu(T(0)); break;
-    case Op::kSigmoid: result = at::sigmoid(T(0)); break;
-    case Op::kTanh: result = at::tanh(T(0)); break;
-    case Op::kGelu: result = at::gelu(T(0), a[1].text); break;
-    case Op::kClamp: result = at::clamp(T(0), frame.OptionalScalar(a[1]), frame.OptionalScalar(a[2])); break;
-    case Op::kWhere: result = at::where(T(0), T(1), T(2)); break;
-    case Op::kWhereScalar: result = at::where(T(0), T(1), S(2)); break;
-    case Op::kEq: result = at::eq(T(0), TN(1)); break;
-    case Op::kNe: result = at::ne(T(0), TN(1)); break;
-    case Op::kLt: result = at::lt(T(0), TN(1)); break;
-    case Op::kLe: result = at::le(T(0), TN(1)); break;
-    case Op::kGt: result = at::gt(T(0), TN(1)); break;
-    case Op::kGe: result = at::ge(T(0), TN(1)); break;
-    case Op::kSoftmax: result = at::softmax(T(0), I(1)); break;
-    case Op::kLogSoftmax: result = at::log_softmax(T(0), I(1)); break;
-    case Op::kMean: result = at::mean(T(0)); break;
-    case Op::kMeanDim: result = at::mean(T(0), frame.Ints(a[1]), B(2)); break;
-    case Op::kSum: result = at::sum(T(0)); break;
-    case Op::kSumDim: result = at::sum(T(0), frame.Ints(a[1]), B(2)); break;
-    case Op::kMax: result = at::max(T(0)); break;
-    case Op::kMin: result = at::min(T(0)); break;
-    case Op::kMaxDim:
-    case Op::kMinDim: {
-      auto [values, indices] = in.op == Op::kMaxDim ? at::max(T(0), I(1), B(2)) : at::min(T(0), I(1), B(2));
+    case AtenOp::kMm: result = at::mm(T(0), T(1)); break;
+    case AtenOp::kNeg: result = at::neg(T(0)); break;
+    case AtenOp::kAbs: result = at::abs(T(0)); break;
+    case AtenOp::kExp: result = at::exp(T(0)); break;
+    case AtenOp::kLog: result = at::log(T(0)); break;
+    case AtenOp::kSqrt: result = at::sqrt(T(0)); break;
+    case AtenOp::kRelu:
+    case AtenOp::kFunctionalRelu: result = at::relu(T(0)); break;
+    case AtenOp::kSigmoid: result = at::sigmoid(T(0)); break;
+    case AtenOp::kTanh: result = at::tanh(T(0)); break;
+    case AtenOp::kGelu: result = at::gelu(T(0), a[1].text); break;
+    case AtenOp::kClamp: result = at::clamp(T(0), frame.OptionalScalar(a[1]), frame.OptionalScalar(a[2])); break;
+    case AtenOp::kWhere: result = at::where(T(0), T(1), T(2)); break;
+    case AtenOp::kWhereScalar: result = at::where(T(0), T(1), S(2)); break;
+    case AtenOp::kEq: result = at::eq(T(0), TN(1)); break;
+    case AtenOp::kNe: result = at::ne(T(0), TN(1)); break;
+    case AtenOp::kLt: result = at::lt(T(0), TN(1)); break;
+    case AtenOp::kLe: result = at::le(T(0), TN(1)); break;
+    case AtenOp::kGt: result = at::gt(T(0), TN(1)); break;
+    case AtenOp::kGe: result = at::ge(T(0), TN(1)); break;
+    case AtenOp::kSoftmax: result = at::softmax(T(0), I(1)); break;
+    case AtenOp::kLogSoftmax: result = at::log_softmax(T(0), I(1)); break;
+    case AtenOp::kMean: result = at::mean(T(0)); break;
+    case AtenOp::kMeanDim: result = at::mean(T(0), frame.Ints(a[1]), B(2)); break;
+    case AtenOp::kSum: result = at::sum(T(0)); break;
+    case AtenOp::kSumDim: result = at::sum(T(0), frame.Ints(a[1]), B(2)); break;
+    case AtenOp::kMax: result = at::max(T(0)); break;
+    case AtenOp::kMin: result = at::min(T(0)); break;
+    case AtenOp::kMaxDim:
+    case AtenOp::kMinDim: {
+      auto [values, indices] = in.op == AtenOp::kMaxDim ? at::max(T(0), I(1), B(2)) : at::min(T(0), I(1), B(2));
       frame.tensors[in.outputs[0]] = std::move(values);
       frame.tensors[in.outputs[1]] = std::move(indices);
       return;
     }
-    case Op::kTranspose: result = at::transpose(T(0), I(1), I(2)); break;
-    case Op::kT: result = at::t(T(0)); break;
-    case Op::kReshape:
-    case Op::kReshapeMethod: result = at::reshape(T(0), frame.Ints(a[1])); break;
-    case Op::kView: result = T(0).view(frame.Ints(a[1])); break;
-    case Op::kFlatten: result = at::flatten(T(0), I(1), I(2)); break;
-    case Op::kUnsqueeze: result = at::unsqueeze(T(0), I(1)); break;
-    case Op::kSqueeze: result = at::squeeze(T(0)); break;
-    case Op::kSqueezeDim: result = at::squeeze(T(0), I(1)); break;
-    case Op::kCat: result = at::cat(frame.Tensors(a[0]), I(1)); break;
-    case Op::kLinear: result = at::linear(T(0), T(1), frame.OptionalTensor(a[2])); break;
-    case Op::kMseLoss: {
+    case AtenOp::kTranspose: result = at::transpose(T(0), I(1), I(2)); break;
+    case AtenOp::kT: result = at::t(T(0)); break;
+    case AtenOp::kReshape:
+    case AtenOp::kReshapeMethod: result = at::reshape(T(0), frame.Ints(a[1])); break;
+    case AtenOp::kView: result = T(0).view(frame.Ints(a[1])); break;
+    case AtenOp::kFlatten: result = at::flatten(T(0), I(1), I(2)); break;
+    case AtenOp::kUnsqueeze: result = at::unsqueeze(T(0), I(1)); break;
+    case AtenOp::kSqueeze: result = at::squeeze(T(0)); break;
+    case AtenOp::kSqueezeDim: result = at::squeeze(T(0), I(1)); break;
+    case AtenOp::kCat: result = at::cat(frame.Tensors(a[0]), I(1)); break;
+    case AtenOp::kLinear: result = at::linear(T(0), T(1), frame.OptionalTensor(a[2])); break;
+    case AtenOp::kMseLoss: {
       // F.mse_loss: warn about broadcasting as it does, then broadcast.
       const at::Tensor& input = T(0);
       const at::Tensor& target = T(1);
@@ -217,11 +217,11 @@ void Execute(Frame& frame, size_t k) {
       result = at::mse_loss(expanded[0], expanded[1], ReductionOf(a[4].text));
       break;
     }
-    case Op::kCrossEntropy:
+    case AtenOp::kCrossEntropy:
       result = at::cross_entropy_loss(T(0), T(1), frame.OptionalTensor(a[2]), ReductionOf(a[6].text), I(4),
                                       frame.Float(a[7]));
       break;
-    case Op::kDropout: {
+    case AtenOp::kDropout: {
       double p = frame.Float(a[1]);
       if (p < 0.0 || p > 1.0) {
         throw c10::ValueError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
@@ -230,7 +230,7 @@ void Execute(Frame& frame, size_t k) {
       result = at::dropout(T(0), p, B(2));
       break;
     }
-    case Op::kCount: break;
+    case AtenOp::kCount: break;
   }
   frame.tensors[in.outputs[0]] = std::move(result);
 }
@@ -244,7 +244,7 @@ bool RunOps(Frame& frame, size_t* failed) {
   {
     pybind11::gil_scoped_release no_gil;
     for (; k < instructions.size(); ++k) {
-      Execute(frame, k);
+      RunRegion(frame, k);
       for (int32_t slot : instructions[k].release) frame.tensors[slot].reset();
     }
   }
@@ -328,13 +328,13 @@ void* Load(const char* section, size_t size, size_t index) {
   auto program = std::make_unique<Program>();
   program->code = std::move((*parsed)[index]);
   for (const Instruction& instruction : program->code.instructions) {
-    const OpInfo& info = InfoOf(instruction.op);
+    const AtenOpInfo& info = AtenInfoOf(instruction.op);
     std::vector<at::Tensor> wrapped(instruction.operands.size());
     for (size_t i = 0; i < instruction.operands.size(); ++i) {
       const Operand& operand = instruction.operands[i];
       bool constant = operand.kind == Operand::Kind::kInt || operand.kind == Operand::Kind::kFloat ||
                       operand.kind == Operand::Kind::kBool;
-      bool takes_tensor = info.params[i].kind == ParamKind::kTensorOrNumber || instruction.op == Op::kReverseDiv;
+      bool takes_tensor = info.params[i].kind == ParamKind::kTensorOrNumber || instruction.op == AtenOp::kReverseDiv;
       if (constant && takes_tensor) {
         at::Scalar value = operand.kind == Operand::Kind::kFloat ? at::Scalar(operand.float_value)
                            : operand.kind == Operand::Kind::kBool ? at::Scalar(operand.int_value != 0)

@@ -279,10 +279,10 @@ class Verifier {
   }
 
   Status CheckInstruction(const Instruction& instruction) {
-    if (static_cast<uint16_t>(instruction.op) >= static_cast<uint16_t>(Op::kCount)) {
+    if (static_cast<uint16_t>(instruction.op) >= static_cast<uint16_t>(AtenOp::kCount)) {
       return Status::Error("unknown op");
     }
-    const OpInfo& info = InfoOf(instruction.op);
+    const AtenOpInfo& info = AtenInfoOf(instruction.op);
     if (instruction.operands.size() != info.params.size()) {
       return Status::Error(Cat(info.name, " takes ", info.params.size(), " operands"));
     }
@@ -350,14 +350,14 @@ std::string OperandText(const RegionCode& region, const Operand& operand) {
 
 }  // namespace
 
-const std::vector<OpInfo>& Ops() {
-  static const std::vector<OpInfo>* ops = [] {
-    auto* table = new std::vector<OpInfo>{
+const std::vector<AtenOpInfo>& AtenOps() {
+  static const std::vector<AtenOpInfo>* ops = [] {
+    auto* table = new std::vector<AtenOpInfo>{
 #define REGION_OP(id, spellings, signature, outputs) {#id, spellings, signature, outputs, {}},
 #include "regions/region_ops.def"
 #undef REGION_OP
     };
-    for (OpInfo& info : *table) info.params = ParseSignature(info.signature);
+    for (AtenOpInfo& info : *table) info.params = ParseSignature(info.signature);
     return table;
   }();
   return *ops;
@@ -445,7 +445,7 @@ StatusOr<std::vector<RegionCode>> ParseRegions(std::string_view data) {
     for (std::string& name : region.slot_names) name = in.Str();
     region.instructions.resize(CountIn(in));
     for (Instruction& instruction : region.instructions) {
-      instruction.op = static_cast<Op>(in.Varint());
+      instruction.op = static_cast<AtenOp>(in.Varint());
       instruction.line = static_cast<int32_t>(in.Signed());
       instruction.col = static_cast<int32_t>(in.Signed());
       instruction.operands.resize(CountIn(in));
@@ -478,7 +478,7 @@ std::string DescribeRegion(const RegionCode& region) {
   }
   text += Cat("), ", region.instructions.size(), " ops, ", region.num_tensor_slots, " tensor slots\n");
   for (const Instruction& instruction : region.instructions) {
-    const OpInfo& info = InfoOf(instruction.op);
+    const AtenOpInfo& info = AtenInfoOf(instruction.op);
     std::string outputs;
     for (size_t i = 0; i < instruction.outputs.size(); ++i) {
       if (i > 0) outputs += ", ";

@@ -19,7 +19,7 @@
 
 namespace ppy::regions {
 
-enum class Op : uint16_t {
+enum class AtenOp : uint16_t {
 #define REGION_OP(id, spellings, signature, outputs) k##id,
 #include "regions/region_ops.def"
 #undef REGION_OP
@@ -61,7 +61,7 @@ struct SignatureParam {
   Literal default_value;
 };
 
-struct OpInfo {
+struct AtenOpInfo {
   const char* name;       // "Add"
   const char* spellings;  // "torch.add .add + r+"
   const char* signature;
@@ -69,9 +69,9 @@ struct OpInfo {
   std::vector<SignatureParam> params;  // parsed from `signature`
 };
 
-// Every op's entry, indexed by Op; signatures parsed once.
-const std::vector<OpInfo>& Ops();
-inline const OpInfo& InfoOf(Op op) { return Ops()[static_cast<size_t>(op)]; }
+// Every op's entry, indexed by AtenOp; signatures parsed once.
+const std::vector<AtenOpInfo>& AtenOps();
+inline const AtenOpInfo& AtenInfoOf(AtenOp op) { return AtenOps()[static_cast<size_t>(op)]; }
 
 // An instruction's operand.
 struct Operand {
@@ -103,7 +103,7 @@ struct RegionParam {
 };
 
 struct Instruction {
-  Op op = Op::kAdd;
+  AtenOp op = AtenOp::kAdd;
   int32_t line = 0;
   int32_t col = 0;
   std::vector<Operand> operands;  // one per signature parameter

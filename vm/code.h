@@ -118,6 +118,36 @@ struct ConstantValue {
   int64_t bits = 0;  // the int, the float's bit pattern, or the object index
 };
 
+// The per-process runtime state of one function (FunctionCode::runtime): never
+// serialized, never verified, written while the function runs.
+struct FunctionRuntime {
+  // Counters the runtime keeps (tiering, `ppy run --trace`).
+  uint64_t calls = 0;
+  uint64_t back_edges = 0;
+  uint64_t jit_entries = 0;  // times the interpreter entered machine code
+  uint64_t nanoseconds = 0;  // inclusive, only while profiling
+
+  // The asmjit tier's code, once compiled or mapped from the cache.
+  JitFunction jit_entry = nullptr;
+  JitState jit_state = JitState::kNone;
+  void* jit_memory = nullptr;  // the mapping that holds it, released with the function
+  size_t jit_size = 0;
+  // Where the interpreter enters it: at the start, and at the heads of loops
+  // whose every instruction the machine code runs (a loop that would leave it
+  // on every iteration stays on the interpreter).
+  bool jit_enters_at_start = false;
+  std::vector<int32_t> jit_loop_entries;
+  // For direct calls (CallModuleFunction): the name as an interned str, and the
+  // version of the module's globals when the name last held this function.
+  PyObject* name_object = nullptr;
+  uint64_t globals_version = 0;
+
+  FunctionRuntime() = default;
+  FunctionRuntime(const FunctionRuntime&) = delete;
+  FunctionRuntime& operator=(const FunctionRuntime&) = delete;
+  ~FunctionRuntime();
+};
+
 struct FunctionCode {
   std::string name;
   std::string qualname;
@@ -153,30 +183,16 @@ struct FunctionCode {
   bool may_have_effects = false;
   std::vector<int32_t> loop_headers;  // targets of back edges, sorted: where machine code can be entered
 
-  // Counters the runtime keeps (tiering, `ppy run --trace`).
-  mutable uint64_t calls = 0;
-  mutable uint64_t back_edges = 0;
-  mutable uint64_t jit_entries = 0;  // times the interpreter entered machine code
-  mutable uint64_t nanoseconds = 0;  // inclusive, only while profiling
+  // What this process keeps about the function while it runs: counters and
+  // machine code. A separate object, so that the code above (what the verifier
+  // checked) is unchanged through a const FunctionCode&, and this is what
+  // changes, through a pointer that const does not reach.
+  const std::unique_ptr<FunctionRuntime> runtime;
 
-  // The asmjit tier's code, once compiled or mapped from the cache.
-  mutable JitFunction jit_entry = nullptr;
-  mutable JitState jit_state = JitState::kNone;
-  mutable void* jit_memory = nullptr;  // the mapping that holds it, released with the function
-  mutable size_t jit_size = 0;
-  // Where the interpreter enters it: at the start, and at the heads of loops
-  // whose every instruction the machine code runs (a loop that would leave it
-  // on every iteration stays on the interpreter).
-  mutable bool jit_enters_at_start = false;
-  // For direct calls (CallModuleFunction): the name as an interned str, and the
-  // version of the module's globals when the name last held this function.
-  mutable PyObject* name_object = nullptr;
-  mutable uint64_t globals_version = 0;
-  mutable std::vector<int32_t> jit_loop_entries;
   bool IsLoopHeader(int32_t pc) const;
   bool IsJitLoopEntry(int32_t pc) const;
 
-  FunctionCode() = default;
+  FunctionCode();
   FunctionCode(const FunctionCode&) = delete;
   FunctionCode& operator=(const FunctionCode&) = delete;
   ~FunctionCode();

@@ -17,16 +17,18 @@
 #include <string>
 #include <vector>
 
-#include "regions/region_code.h"
-#include "vm/region_function.h"
 #include "vm/binding.h"
 #include "vm/disasm.h"
 #include "vm/interpreter.h"
 #include "vm/loader.h"
+#include "vm/region_tier.h"
 #include "vm/runtime.h"
 #include "vm/status.h"
 
 namespace ppy {
+
+RegionTier g_region_tier;
+
 namespace {
 
 // ---- Argument binding ----------------------------------------------------------------------
@@ -173,7 +175,7 @@ PyObject* FunctionDis(PyObject* op, PyObject*) {
 
 PyObject* FunctionGetTier(PyObject* op, void*) {
   const FunctionCode& code = *reinterpret_cast<FunctionObject*>(op)->code;
-  return PyUnicode_FromString(code.jit_state == JitState::kCompiled ? "jit" : "vm");
+  return PyUnicode_FromString(code.runtime->jit_state == JitState::kCompiled ? "jit" : "vm");
 }
 
 PyObject* FunctionGetSignature(PyObject* op, void*) {
@@ -218,6 +220,13 @@ struct BinderObject {
 
 // The cache entry's section of ATen regions (regions/region_code.h).
 constexpr const char* kRegionSection = "RGNS";
+
+// Whether the region tier installed its hooks (vm/region_tier.h); raises if not.
+bool RegionTierInstalled() {
+  if (g_region_tier.new_function != nullptr) return true;
+  PyErr_SetString(PyExc_RuntimeError, "ppy: the ATen region tier is not installed in this extension");
+  return false;
+}
 
 PyTypeObject BinderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
@@ -294,7 +303,8 @@ PyObject* BinderCall(PyObject* op, PyObject* args, PyObject* kwargs) {
   if (!self->region && self->specializations == nullptr) return NewFunction(self->module, self->index, python);
   if (!self->region) return NewGenericFunction(self, python);
   PyObject* section = self->module->extras ? PyDict_GetItemString(self->module->extras, kRegionSection) : nullptr;
-  PyObject* function = regions::NewRegionFunction(section, self->index, python);
+  if (!RegionTierInstalled()) return nullptr;
+  PyObject* function = g_region_tier.new_function(section, self->index, python);
   if (function != nullptr && PyList_Append(self->module->regions, function) < 0) Py_CLEAR(function);
   return function;
 }
@@ -382,7 +392,7 @@ PyObject* ModuleRegionStats(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   PyObject* stats = PyList_New(0);
   for (Py_ssize_t i = 0; stats != nullptr && i < PyList_GET_SIZE(self->regions); ++i) {
-    PyObject* item = regions::RegionFunctionStats(PyList_GET_ITEM(self->regions, i));
+    PyObject* item = g_region_tier.stats(PyList_GET_ITEM(self->regions, i));
     if (item == nullptr || PyList_Append(stats, item) < 0) Py_CLEAR(stats);
     Py_XDECREF(item);
   }
@@ -395,9 +405,8 @@ PyObject* ModuleRegionDis(PyObject* op, PyObject* arg) {
   Py_ssize_t index = PyLong_AsSsize_t(arg);
   if (index == -1 && PyErr_Occurred()) return nullptr;
   PyObject* section = self->extras ? PyDict_GetItemString(self->extras, kRegionSection) : nullptr;
-  std::unique_ptr<regions::RegionCode> code = regions::ParseRegionFromSection(section, index);
-  if (code == nullptr) return nullptr;
-  return PyUnicode_FromString(regions::DescribeRegion(*code).c_str());
+  if (!RegionTierInstalled()) return nullptr;
+  return g_region_tier.describe(section, index);
 }
 
 PyObject* ModuleFunctionNames(PyObject* op, PyObject*) {
@@ -435,7 +444,7 @@ PyObject* ModuleTiers(PyObject* op, PyObject*) {
   PyObject* tiers = PyList_New(0);
   if (tiers == nullptr) return nullptr;
   for (const auto& fn : self->code->functions) {
-    PyObject* tier = PyUnicode_FromString(fn->jit_state == JitState::kCompiled ? "jit" : "vm");
+    PyObject* tier = PyUnicode_FromString(fn->runtime->jit_state == JitState::kCompiled ? "jit" : "vm");
     if (tier == nullptr || PyList_Append(tiers, tier) < 0) {
       Py_XDECREF(tier);
       Py_DECREF(tiers);
@@ -452,8 +461,8 @@ PyObject* ModuleStats(PyObject* op, PyObject*) {
   PyObject* stats = PyList_New(0);
   if (stats == nullptr) return nullptr;
   for (const auto& fn : self->code->functions) {
-    PyObject* item = Py_BuildValue("(sKdK)", fn->qualname.c_str(), static_cast<unsigned long long>(fn->calls),
-                                   fn->nanoseconds / 1e9, static_cast<unsigned long long>(fn->jit_entries));
+    PyObject* item = Py_BuildValue("(sKdK)", fn->qualname.c_str(), static_cast<unsigned long long>(fn->runtime->calls),
+                                   fn->runtime->nanoseconds / 1e9, static_cast<unsigned long long>(fn->runtime->jit_entries));
     if (item == nullptr || PyList_Append(stats, item) < 0) {
       Py_XDECREF(item);
       Py_DECREF(stats);
@@ -549,8 +558,7 @@ bool InitFunctionTypes(PyObject* extension) {
   BinderType.tp_traverse = BinderTraverse;
   BinderType.tp_dealloc = BinderDealloc;
 
-  if (PyType_Ready(&CompiledModuleType) < 0 || PyType_Ready(&FunctionType) < 0 || PyType_Ready(&BinderType) < 0 ||
-      !regions::InitRegionFunctionType(extension)) {
+  if (PyType_Ready(&CompiledModuleType) < 0 || PyType_Ready(&FunctionType) < 0 || PyType_Ready(&BinderType) < 0) {
     return false;
   }
   if (PyModule_AddObjectRef(extension, "CompiledModule", reinterpret_cast<PyObject*>(&CompiledModuleType)) < 0 ||

@@ -47,6 +47,4 @@ bool InitFunctionTypes(PyObject* extension);
 // or nullptr with an exception.
 PyObject* NewCompiledModule(std::unique_ptr<ModuleCode> code, PyObject* extras);
 
-inline bool IsFunctionObject(PyObject* object) { return Py_IS_TYPE(object, &FunctionType); }
-
 }  // namespace ppy

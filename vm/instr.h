@@ -69,6 +69,7 @@ enum OpFlags : uint32_t {
   kFlagLoop = 1u << 4,
   kFlagObj = 1u << 5,
   kFlagStore = 1u << 6,
+  kFlagJit = 1u << 7,
 };
 
 struct OpInfo {
@@ -90,7 +91,7 @@ inline constexpr Mode sO = Mode::ksO, tO = Mode::ktO, cO = Mode::kcO;
 inline constexpr Mode J = Mode::kJ, K = Mode::kK, P = Mode::kP, N = Mode::kN;
 inline constexpr Mode M = Mode::kM, Y = Mode::kY, E = Mode::kE, Q = Mode::kQ, V = Mode::kV;
 inline constexpr uint32_t RAISE = kFlagRaise, JUMP = kFlagJump, END = kFlagEnd, CALL = kFlagCall,
-                          LOOP = kFlagLoop, OBJ = kFlagObj, STORE = kFlagStore;
+                          LOOP = kFlagLoop, OBJ = kFlagObj, STORE = kFlagStore, JIT = kFlagJit;
 }  // namespace opinfo_detail
 
 inline constexpr std::array<OpInfo, kOpCount> kOpInfo = [] {
@@ -101,6 +102,15 @@ inline constexpr std::array<OpInfo, kOpCount> kOpInfo = [] {
 #undef PPY_OPCODE
   }};
 }();
+
+// Machine code never touches object registers: it has no reference counts to
+// keep. An object-mode instruction flagged JIT is a mistake in opcodes.def.
+static_assert([] {
+  for (const OpInfo& info : kOpInfo) {
+    if ((info.flags & kFlagJit) && (info.flags & kFlagObj)) return false;
+  }
+  return true;
+}(), "an OBJ instruction cannot be flagged JIT");
 
 inline const OpInfo& InfoOf(Op op) { return kOpInfo[static_cast<uint8_t>(op)]; }
 inline bool HasFlag(Op op, uint32_t flag) { return (InfoOf(op).flags & flag) != 0; }

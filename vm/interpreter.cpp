@@ -280,22 +280,22 @@ int64_t MathToBool(int fn, double x) {
 
 // Whether `fn` should have machine code by now; compiles it if so.
 bool TierUpAtCall(const FunctionCode& fn) {
-  if (fn.jit_state == JitState::kPending) g_tiering.poll(fn);
-  if (fn.jit_state == JitState::kNone &&
-      (g_tiering.mode == JitMode::kEager || fn.calls >= g_tiering.call_threshold)) {
+  if (fn.runtime->jit_state == JitState::kPending) g_tiering.poll(fn);
+  if (fn.runtime->jit_state == JitState::kNone &&
+      (g_tiering.mode == JitMode::kEager || fn.runtime->calls >= g_tiering.call_threshold)) {
     g_tiering.compile(fn, g_tiering.mode == JitMode::kEager ? "eager" : "calls");
   }
-  return fn.jit_state == JitState::kCompiled;
+  return fn.runtime->jit_state == JitState::kCompiled;
 }
 
 bool TierUpAtLoop(const FunctionCode& fn) {
-  fn.back_edges += kBackEdgesPerCheck;
-  if (fn.jit_state == JitState::kPending) g_tiering.poll(fn);
-  if (fn.jit_state == JitState::kNone &&
-      (g_tiering.mode == JitMode::kEager || fn.back_edges >= g_tiering.back_edge_threshold)) {
+  fn.runtime->back_edges += kBackEdgesPerCheck;
+  if (fn.runtime->jit_state == JitState::kPending) g_tiering.poll(fn);
+  if (fn.runtime->jit_state == JitState::kNone &&
+      (g_tiering.mode == JitMode::kEager || fn.runtime->back_edges >= g_tiering.back_edge_threshold)) {
     g_tiering.compile(fn, "loop");
   }
-  return fn.jit_state == JitState::kCompiled;
+  return fn.runtime->jit_state == JitState::kCompiled;
 }
 
 void AddTraceback(const FunctionCode& fn, int pc) {
@@ -358,14 +358,14 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
     return false;
   }
   if (!EnterCompiledFrame()) return false;
-  ++fn.calls;
+  ++fn.runtime->calls;
   bool ok;
   if (__builtin_expect(g_profiling, 0)) {
     uint64_t started = Now();
-    ok = Execute(fn, args, result);
-    fn.nanoseconds += Now() - started;
+    ok = Interpret(fn, args, result);
+    fn.runtime->nanoseconds += Now() - started;
   } else {
-    ok = Execute(fn, args, result);
+    ok = Interpret(fn, args, result);
   }
   LeaveCompiledFrame();
   return ok;
@@ -412,8 +412,8 @@ namespace {
 bool CallDeoptimized(const FunctionCode& callee, const Value* args, Value* result) {
   PyObject* deopt = TakeRaisedException();
   PyObject* current = nullptr;
-  if (callee.module->defs_bind_names && callee.name_object != nullptr) {
-    current = LookupGlobal(callee, callee.name_object);  // borrowed
+  if (callee.module->defs_bind_names && callee.runtime->name_object != nullptr) {
+    current = LookupGlobal(callee, callee.runtime->name_object);  // borrowed
     if (current == nullptr) PyErr_Clear();
   }
   if (current == nullptr) {
@@ -447,17 +447,17 @@ bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value
   // The namespace is unchanged since the name last held this function. (The
   // version tag is deprecated from 3.12: there every call looks the name up.)
   const uint64_t version = reinterpret_cast<PyDictObject*>(callee.module->globals)->ma_version_tag;
-  if (version == callee.globals_version) return CallTyped(callee, args, result);
+  if (version == callee.runtime->globals_version) return CallTyped(callee, args, result);
 #endif
-  if (callee.name_object == nullptr) {
-    callee.name_object = PyUnicode_InternFromString(callee.name.c_str());
-    if (callee.name_object == nullptr) return false;
+  if (callee.runtime->name_object == nullptr) {
+    callee.runtime->name_object = PyUnicode_InternFromString(callee.name.c_str());
+    if (callee.runtime->name_object == nullptr) return false;
   }
-  PyObject* current = LookupGlobal(callee, callee.name_object);  // borrowed
+  PyObject* current = LookupGlobal(callee, callee.runtime->name_object);  // borrowed
   if (current == nullptr) return false;
   if (Py_TYPE(current) == &FunctionType && reinterpret_cast<FunctionObject*>(current)->code == &callee) {
 #if PY_VERSION_HEX < 0x030C0000
-    callee.globals_version = version;
+    callee.runtime->globals_version = version;
 #endif
     return CallTyped(callee, args, result);
   }
@@ -582,7 +582,7 @@ class LocalBorrows {
 
 }  // namespace
 
-bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
+bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
   const int num_registers = fn.num_registers();
   const int num_params = fn.num_params();
   const int end_of_constants = fn.end_of_constants();
@@ -666,7 +666,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
       ticks = kBackEdgesPerCheck;                                        \
       if (PyErr_CheckSignals() != 0) goto error;                         \
       if (g_tiering.mode != JitMode::kOff && views_contiguous && TierUpAtLoop(fn)) { \
-        if (fn.jit_entry != nullptr && fn.IsJitLoopEntry(target)) {      \
+        if (fn.runtime->jit_entry != nullptr && fn.IsJitLoopEntry(target)) {      \
           jit_pc = (target);                                             \
           goto enter_jit;                                                \
         }                                                                \
@@ -678,7 +678,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
 
   Instr in;
   int64_t jit_pc = 0;
-  if (g_tiering.mode != JitMode::kOff && views_contiguous && TierUpAtCall(fn) && fn.jit_enters_at_start) {
+  if (g_tiering.mode != JitMode::kOff && views_contiguous && TierUpAtCall(fn) && fn.runtime->jit_enters_at_start) {
     goto enter_jit;
   }
   goto* kDispatch[static_cast<uint8_t>(ip->op)];
@@ -688,12 +688,12 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result) {
   // the function's result, or with an exception raised at a pc.
 enter_jit : {
   JitCallContext context{g_tiering.helpers, &fn};
-  ++fn.jit_entries;
-  int64_t outcome = fn.jit_entry(regs, result, &context, jit_pc);
+  ++fn.runtime->jit_entries;
+  int64_t outcome = fn.runtime->jit_entry(regs, result, &context, jit_pc);
   if (outcome != kJitReturned) {
     // Machine code does not count its stores: leaving where one may have run
     // counts them (FunctionCode::after_store).
-    const int64_t left_at = outcome < kJitReturned ? kJitErrorPc(outcome) : outcome;
+    const int64_t left_at = outcome < kJitReturned ? JitErrorPc(outcome) : outcome;
     if (left_at >= 0 && left_at < static_cast<int64_t>(fn.after_store.size()) && fn.after_store[left_at]) {
       ++g_effects;
     }
@@ -703,7 +703,7 @@ enter_jit : {
     goto done;
   }
   if (outcome < kJitReturned) {
-    ip = code + kJitErrorPc(outcome);
+    ip = code + JitErrorPc(outcome);
     goto error;
   }
   ip = code + outcome;

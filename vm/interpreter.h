@@ -10,9 +10,9 @@ namespace ppy {
 // borrowed views). On success stores the result (an owned reference for object
 // results, None included) and returns true; on error returns false with a Python
 // exception set whose traceback has a frame for every ppy function it crossed.
-bool Execute(const FunctionCode& fn, const Value* args, Value* result);
+bool Interpret(const FunctionCode& fn, const Value* args, Value* result);
 
-// A call of a compiled function: Execute inside CPython's recursion limit,
+// A call of a compiled function: Interpret inside CPython's recursion limit,
 // counted (and timed while profiling).
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result);
 

@@ -32,14 +32,22 @@ bool FunctionCode::IsLoopHeader(int32_t pc) const {
 }
 
 bool FunctionCode::IsJitLoopEntry(int32_t pc) const {
-  return std::binary_search(jit_loop_entries.begin(), jit_loop_entries.end(), pc);
+  return std::binary_search(runtime->jit_loop_entries.begin(), runtime->jit_loop_entries.end(), pc);
 }
 
+FunctionCode::FunctionCode() : runtime(std::make_unique<FunctionRuntime>()) {}
+
 FunctionCode::~FunctionCode() {
-  if (jit_memory != nullptr) munmap(jit_memory, jit_size);
-  if ((objects.empty() && name_object == nullptr) || !Py_IsInitialized()) return;
+  if (objects.empty() || !Py_IsInitialized()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   for (PyObject* object : objects) Py_XDECREF(object);
+  PyGILState_Release(gil);
+}
+
+FunctionRuntime::~FunctionRuntime() {
+  if (jit_memory != nullptr) munmap(jit_memory, jit_size);
+  if (name_object == nullptr || !Py_IsInitialized()) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
   Py_XDECREF(name_object);
   PyGILState_Release(gil);
 }

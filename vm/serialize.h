@@ -76,7 +76,7 @@ std::string SerializeEntry(const EntryHeader& header, const ModuleCode& module,
 // past the header is read.
 StatusOr<Entry> ParseEntry(std::string_view data, std::string_view ppy_version, EntryProblem* problem);
 
-// Reads only the header; used to explain a miss without parsing the entry.
+// Reads only the header (ParseEntry checks it first; fuzz_entry checks it alone).
 StatusOr<EntryHeader> ParseEntryHeader(std::string_view data);
 
 // A 64-bit checksum in which any change to a single 8-byte word always changes

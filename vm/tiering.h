@@ -7,7 +7,7 @@
 //   kJitReturned        the function returned; the result is stored
 //   pc >= 0             continue interpreting at pc (a side exit: the interpreter
 //                       re-executes that instruction, raising if it must)
-//   kJitErrorAt(pc)     a Python exception is set, raised at pc
+//   JitErrorAt(pc)      a Python exception is set, raised at pc
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,8 @@ struct JitCallContext {
 };
 
 inline constexpr int64_t kJitReturned = -1;
-inline constexpr int64_t kJitErrorAt(int64_t pc) { return -pc - 2; }
-inline constexpr int64_t kJitErrorPc(int64_t code) { return -code - 2; }
+inline constexpr int64_t JitErrorAt(int64_t pc) { return -pc - 2; }
+inline constexpr int64_t JitErrorPc(int64_t code) { return -code - 2; }
 
 enum class JitMode : uint8_t { kOff, kHot, kEager };
 
@@ -35,7 +35,7 @@ struct Tiering {
   // Calls and back edges after which a function is compiled.
   uint64_t call_threshold = 100;
   uint64_t back_edge_threshold = 8192;
-  // Compiles `fn` (sets fn.jit_entry) or marks it unavailable; `trigger` says why,
+  // Compiles `fn` (sets fn.runtime->jit_entry) or marks it unavailable; `trigger` says why,
   // for `ppy run --trace`. Returns whether machine code exists now.
   bool (*compile)(const FunctionCode& fn, const char* trigger) = nullptr;
   // For a function whose machine code is pending: looks for it (at most every

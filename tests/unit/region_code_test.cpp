@@ -21,13 +21,13 @@ RegionCode SmallRegion() {
   code.num_scalar_slots = 1;
   code.slot_names = {"x", "w", "%2", "out"};
   Instruction matmul;
-  matmul.op = Op::kMatmul;
+  matmul.op = AtenOp::kMatmul;
   matmul.line = 4;
   matmul.operands = {Operand{Operand::Kind::kTensor, 0}, Operand{Operand::Kind::kTensor, 1}};
   matmul.outputs = {2};
   matmul.release = {0, 1};
   Instruction mul;
-  mul.op = Op::kMul;
+  mul.op = AtenOp::kMul;
   mul.line = 5;
   mul.operands = {Operand{Operand::Kind::kTensor, 2}, Operand{Operand::Kind::kScalar, 0}};
   mul.outputs = {3};
@@ -39,7 +39,7 @@ RegionCode SmallRegion() {
 
 TEST(RegionOps, EverySignatureAndSpellingIsWellFormed) {
   std::set<std::string> spellings;
-  for (const OpInfo& info : Ops()) {
+  for (const AtenOpInfo& info : AtenOps()) {
     EXPECT_FALSE(info.params.empty()) << info.name;
     EXPECT_GE(info.outputs, 1) << info.name;
     std::istringstream words(info.spellings);
@@ -61,7 +61,7 @@ TEST(RegionOps, EverySignatureAndSpellingIsWellFormed) {
       }
     }
   }
-  EXPECT_EQ(Ops().size(), static_cast<size_t>(Op::kCount));
+  EXPECT_EQ(AtenOps().size(), static_cast<size_t>(AtenOp::kCount));
 }
 
 TEST(RegionCode, RoundTripsThroughTheSection) {
@@ -94,7 +94,7 @@ TEST(RegionCode, VerifierRejectsBadSlotsKindsAndCounts) {
   rejects([](RegionCode& c) { c.instructions[0].operands.pop_back(); }, "operand count");
   rejects([](RegionCode& c) { c.instructions[0].operands[0].kind = Operand::Kind::kInt; }, "number for a tensor");
   rejects([](RegionCode& c) { c.instructions[1].operands[1].slot = 4; }, "scalar slot out of range");
-  rejects([](RegionCode& c) { c.instructions[0].op = Op::kCount; }, "unknown op");
+  rejects([](RegionCode& c) { c.instructions[0].op = AtenOp::kCount; }, "unknown op");
   rejects([](RegionCode& c) { c.instructions[0].outputs = {3, 3}; }, "output count");
   rejects([](RegionCode& c) { c.instructions[1].outputs = {0}; }, "output over a live slot");
   rejects([](RegionCode& c) { c.results = {2}; }, "result released");

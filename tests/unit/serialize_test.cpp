@@ -2,6 +2,10 @@
 // must be rejected cleanly, never crash, and a good entry must round-trip.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
 #include "tests/unit/test_util.h"
 #include "vm/disasm.h"
 #include "vm/serialize.h"
@@ -29,6 +33,37 @@ std::string SampleEntry() {
   auto compiled = testing::Compile(kSource);
   EntryHeader header{kBytecodeVersion, "test-version", "cpython-311", "key123"};
   return SerializeEntry(header, *compiled->result.code, {{"META", "hello"}});
+}
+
+// The format version moves by rule, not by memory: it is a hash of every
+// instruction of vm/opcodes.def (name, operand modes, flags) mixed with
+// kEncodingVersion. Recomputed here from the file itself, so that the version
+// cannot be pinned to a number that a change to the table leaves behind.
+TEST(Serialize, BytecodeVersionIsTheHashOfOpcodesDef) {
+  std::ifstream file(std::string(PPY_GOLDEN_DIR) + "/../../../vm/opcodes.def");
+  ASSERT_TRUE(file.good());
+  std::string table, line;
+  int instructions = 0;
+  while (std::getline(file, line)) {
+    if (line.rfind("PPY_OPCODE(", 0) != 0) continue;
+    // PPY_OPCODE(name, a, b, c, d, flags, "meaning"): the six fields as the
+    // preprocessor's # stringizes them.
+    std::string fields = line.substr(std::strlen("PPY_OPCODE("), line.find(", \"") - std::strlen("PPY_OPCODE("));
+    std::stringstream parts(fields);
+    std::string part, joined;
+    while (std::getline(parts, part, ',')) {
+      std::string word, spaced;
+      std::stringstream words(part);
+      while (words >> word) spaced += (spaced.empty() ? "" : " ") + word;
+      joined += (joined.empty() ? "" : " ") + spaced;
+    }
+    table += joined + ";";
+    ++instructions;
+  }
+  EXPECT_EQ(instructions, kOpCount);
+  EXPECT_EQ(table, std::string(kInstructionTable));
+  EXPECT_EQ(HashOfText(table.c_str(), 2166136261u ^ kEncodingVersion), kBytecodeVersion)
+      << "kBytecodeVersion must be the hash of vm/opcodes.def";
 }
 
 TEST(Serialize, RoundTripsCodeConstantsAndLines) {

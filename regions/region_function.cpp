@@ -1,4 +1,4 @@
-#include "vm/region_function.h"
+#include "regions/region_function.h"
 
 #include <string>
 #include <vector>
@@ -8,6 +8,7 @@
 #include "vm/binding.h"
 #include "vm/function_like.h"
 #include "vm/python_compat.h"
+#include "vm/region_tier.h"
 #include "vm/status.h"
 
 namespace ppy::regions {
@@ -185,7 +186,13 @@ PyGetSetDef kGetSet[] = {
 
 PyTypeObject RegionFunctionType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-bool InitRegionFunctionType(PyObject* extension) {
+PyObject* DescribeRegionOfSection(PyObject* section, Py_ssize_t index) {
+  std::unique_ptr<RegionCode> code = ParseRegionFromSection(section, index);
+  if (code == nullptr) return nullptr;
+  return PyUnicode_FromString(DescribeRegion(*code).c_str());
+}
+
+bool InstallRegionTier(PyObject* extension) {
   RegionFunctionType.tp_name = "function";  // as FunctionType: reads as a Python function
   RegionFunctionType.tp_basicsize = sizeof(RegionFunctionObject);
   SetFunctionLikeSlots(&RegionFunctionType);
@@ -196,8 +203,14 @@ bool InitRegionFunctionType(PyObject* extension) {
   RegionFunctionType.tp_repr = Repr;
   RegionFunctionType.tp_methods = kMethods;
   RegionFunctionType.tp_getset = kGetSet;
-  if (PyType_Ready(&RegionFunctionType) < 0) return false;
-  return PyModule_AddObjectRef(extension, "RegionFunction", reinterpret_cast<PyObject*>(&RegionFunctionType)) == 0;
+  if (PyType_Ready(&RegionFunctionType) < 0 ||
+      PyModule_AddObjectRef(extension, "RegionFunction", reinterpret_cast<PyObject*>(&RegionFunctionType)) < 0) {
+    return false;
+  }
+  g_region_tier.new_function = NewRegionFunction;
+  g_region_tier.stats = RegionFunctionStats;
+  g_region_tier.describe = DescribeRegionOfSection;
+  return true;
 }
 
 std::unique_ptr<RegionCode> ParseRegionFromSection(PyObject* section, Py_ssize_t index) {
