@@ -12,20 +12,13 @@ reported (the same libm calls in the same order; no FMA contraction in C).
 """
 
 import argparse
-import os
-import shutil
-import statistics
-import subprocess
-import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-KERNELS = os.path.join(HERE, "kernels")
+import against_c
 
 WORKER = r'''
 import ctypes, hashlib, json, os, sys, time
 import numpy as np
-system, n, repeats, library = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+system, repeats, library, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 rng = np.random.default_rng(20261130)
 S = rng.uniform(10.0, 100.0, n)
 K = rng.uniform(10.0, 100.0, n)
@@ -64,41 +57,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cpython", action="store_true", help="also time plain CPython (slow)")
     args = parser.parse_args()
-
-    scratch = tempfile.mkdtemp(prefix="ppy-bs-")
-    library = os.path.join(scratch, "black_scholes.so")
-    subprocess.run(["gcc", "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", library,
-                    os.path.join(KERNELS, "black_scholes.c"), "-lm"], check=True)
-    env = dict(os.environ, PPY_CACHE_DIR=os.path.join(scratch, "cache"), PPY_QUIET="1", KERNELS=KERNELS)
-    subprocess.run([sys.executable, "-m", "ppy", "build", "--warm", os.path.join(KERNELS, "black_scholes.ppy")],
-                   env=env, check=True)
-    systems = [("ppy JIT (warm cache)", "ppy", {}), ("C, gcc -O2", "c", {})]
-    if args.cpython:
-        systems.append(("CPython (PPY_IMPORT=python)", "python", {"PPY_IMPORT": "python"}))
-    medians = {name: [] for name, _, _ in systems}
-    digest = None
-    for _ in range(args.rounds):
-        for name, system, extra in systems:
-            repeats = 1 if system == "python" else args.repeats
-            out = subprocess.run([sys.executable, "-c", WORKER, system, str(args.options), str(repeats), library],
-                                 env=dict(env, **extra), capture_output=True, text=True)
-            if out.returncode != 0:
-                sys.exit(f"{name} failed:\n{out.stderr}")
-            import json
-
-            result = json.loads(out.stdout.strip().splitlines()[-1])
-            if digest is None:
-                digest = result["digest"]
-            elif result["digest"] != digest:
-                sys.exit(f"{name} disagrees: {result['digest']} vs {digest}")
-            medians[name].append(result["median_ms"])
-    shutil.rmtree(scratch, ignore_errors=True)
-    c = statistics.median(medians["C, gcc -O2"])
-    print(f"Black-Scholes, allocate-fill-return, {args.options:,} options: median of {args.rounds} rounds x "
-          f"{args.repeats} calls (results bit-identical, digest {digest})")
-    for name, _, _ in systems:
-        ms = statistics.median(medians[name])
-        print(f"  {name:30s} {ms:9.2f} ms  {ms / c:6.2f}x C   (best {min(medians[name]):.2f} ms)")
+    against_c.run(f"Black-Scholes, allocate-fill-return, {args.options:,} options", "black_scholes", WORKER,
+                  [args.options], args.rounds, args.repeats, args.cpython)
 
 
 if __name__ == "__main__":

@@ -11,21 +11,13 @@ order; no FMA contraction in C) before any time is reported.
 """
 
 import argparse
-import json
-import os
-import shutil
-import statistics
-import subprocess
-import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-KERNELS = os.path.join(HERE, "kernels")
+import against_c
 
 WORKER = r'''
 import ctypes, hashlib, json, os, sys, time
 import numpy as np
-system, n, sweeps, repeats, library = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+system, repeats, library, n, sweeps = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 start_grid = np.random.default_rng(20261201).uniform(-1.0, 1.0, (n, n))
 if system == "c":
     lib = ctypes.CDLL(library)
@@ -61,39 +53,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cpython", action="store_true", help="also time plain CPython (slow)")
     args = parser.parse_args()
-
-    scratch = tempfile.mkdtemp(prefix="ppy-jacobi-")
-    library = os.path.join(scratch, "jacobi.so")
-    subprocess.run(["gcc", "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", library,
-                    os.path.join(KERNELS, "jacobi.c")], check=True)
-    env = dict(os.environ, PPY_CACHE_DIR=os.path.join(scratch, "cache"), PPY_QUIET="1", KERNELS=KERNELS)
-    subprocess.run([sys.executable, "-m", "ppy", "build", "--warm", os.path.join(KERNELS, "jacobi.ppy")],
-                   env=env, check=True)
-    systems = [("ppy JIT (warm cache)", "ppy", {}), ("C, gcc -O2", "c", {})]
-    if args.cpython:
-        systems.append(("CPython (PPY_IMPORT=python)", "python", {"PPY_IMPORT": "python"}))
-    medians = {name: [] for name, _, _ in systems}
-    digest = None
-    for _ in range(args.rounds):
-        for name, system, extra in systems:
-            repeats = 1 if system == "python" else args.repeats
-            out = subprocess.run([sys.executable, "-c", WORKER, system, str(args.size), str(args.sweeps),
-                                  str(repeats), library], env=dict(env, **extra), capture_output=True, text=True)
-            if out.returncode != 0:
-                sys.exit(f"{name} failed:\n{out.stderr}")
-            result = json.loads(out.stdout.strip().splitlines()[-1])
-            if digest is None:
-                digest = result["digest"]
-            elif result["digest"] != digest:
-                sys.exit(f"{name} disagrees: {result['digest']} vs {digest}")
-            medians[name].append(result["median_ms"])
-    shutil.rmtree(scratch, ignore_errors=True)
-    c = statistics.median(medians["C, gcc -O2"])
-    print(f"Jacobi, {args.size}x{args.size}, {args.sweeps} sweeps: median of {args.rounds} rounds x "
-          f"{args.repeats} calls (results bit-identical, digest {digest})")
-    for name, _, _ in systems:
-        ms = statistics.median(medians[name])
-        print(f"  {name:30s} {ms:9.2f} ms  {ms / c:6.2f}x C   (best {min(medians[name]):.2f} ms)")
+    against_c.run(f"Jacobi, {args.size}x{args.size}, {args.sweeps} sweeps", "jacobi", WORKER, [args.size, args.sweeps],
+                  args.rounds, args.repeats, args.cpython)
 
 
 if __name__ == "__main__":

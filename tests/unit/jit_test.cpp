@@ -212,6 +212,16 @@ def use(n: int, x: float) -> float:
   }
 }
 
+// The value of a Python expression (with the builtins), a new reference.
+PyObject* EvalExpression(const std::string& code) {
+  PyObject* globals = PyDict_New();
+  PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
+  PyObject* value = PyRun_String(code.c_str(), Py_eval_input, globals, globals);
+  Py_DECREF(globals);
+  EXPECT_NE(value, nullptr) << code;
+  return value;
+}
+
 // A buffer argument built in Python, as the call boundary would borrow it.
 struct BorrowedArray {
   PyObject* array = nullptr;
@@ -220,11 +230,7 @@ struct BorrowedArray {
   BorrowedArray(const char* format, const std::string& values, bool readonly = false) {
     std::string code = std::string("__import__('array').array('") + format + "', " + values + ")";
     if (readonly) code = "memoryview(" + code + ".tobytes()).cast('" + format + "')";
-    PyObject* globals = PyDict_New();
-    PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
-    array = PyRun_String(code.c_str(), Py_eval_input, globals, globals);
-    Py_DECREF(globals);
-    EXPECT_NE(array, nullptr);
+    array = EvalExpression(code);
     PyObject_GetBuffer(array, &raw, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS);
     view.data = static_cast<char*>(raw.buf);
     const int64_t shape[1] = {raw.len / raw.itemsize}, strides[1] = {1};
@@ -268,11 +274,7 @@ struct BorrowedMatrix {
     std::string code = std::string("memoryview(__import__('array').array('") + format + "', " + values +
                        ")).cast('B').cast('" + format + "', (" + std::to_string(rows) + ", " +
                        std::to_string(cols) + "))";
-    PyObject* globals = PyDict_New();
-    PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
-    array = PyRun_String(code.c_str(), Py_eval_input, globals, globals);
-    Py_DECREF(globals);
-    EXPECT_NE(array, nullptr);
+    array = EvalExpression(code);
     EXPECT_EQ(PyObject_GetBuffer(array, &raw, PyBUF_FORMAT | PyBUF_STRIDES), 0);
     view.data = static_cast<char*>(raw.buf);
     int64_t shape[2] = {raw.shape[0], raw.shape[1]};
