@@ -1,19 +1,47 @@
-"""The seed's features kernel under numba's @njit: standardize and bucketize
-are benchmarks/kernels/features_numba.py's (the ones benchmarks/compare.py
-times), plus the wrapper of features.ppy."""
+"""The seed's features kernel under numba's @njit, loop for loop as
+benchmarks/kernels/features_numba.py, plus the wrapper of features.ppy."""
 
-import importlib.util
-import os
+import math
 
 from numba import njit
 
-# Loaded under another name: this module is features_numba too.
-_spec = importlib.util.spec_from_file_location(
-    "compare_features_numba", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels",
-                                           "features_numba.py"))
-_kernels = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_kernels)
-standardize, bucketize = _kernels.standardize, _kernels.bucketize
+
+@njit(cache=True)
+def standardize(raw, out, rows, cols):
+    total = 0.0
+    for row in range(rows):
+        base = row * cols
+        target = row * cols * 2
+        sum_ = 0.0
+        for i in range(cols):
+            sum_ += raw[base + i]
+        mean = sum_ / cols
+        spread = 0.0
+        for i in range(cols):
+            spread += (raw[base + i] - mean) * (raw[base + i] - mean)
+        deviation = math.sqrt(spread / cols) + 1e-8
+        for i in range(cols):
+            value = (raw[base + i] - mean) / deviation
+            out[target + i] = value
+            total += value
+        for i in range(cols):
+            interaction = out[target + i] * out[target + (i + 1) % cols]
+            out[target + cols + i] = interaction
+            total += interaction
+    return total
+
+
+@njit(cache=True)
+def bucketize(values, count, counts, bins, low, high):
+    width = (high - low) / bins
+    outside = 0
+    for i in range(count):
+        offset = (values[i] - low) / width
+        if offset < 0.0 or offset >= bins:
+            outside += 1
+        else:
+            counts[int(offset)] += 1
+    return outside
 
 
 @njit(cache=True)
