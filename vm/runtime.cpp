@@ -167,22 +167,34 @@ bool RaiseBadOffset(const BufferView& view, int64_t offset) {
   return false;
 }
 
-void SetViewGeometry(BufferView* view, int ndim, const int64_t* shape, const int64_t* strides) {
+bool SetViewGeometry(BufferView* view, int ndim, const int64_t* shape, const int64_t* strides) {
   view->ndim = ndim;
   view->low = 0;
   view->high = 0;
-  bool empty = false;
+  bool empty = false, overflow = false;
   for (int axis = 0; axis < ndim; ++axis) {
     view->shape[axis] = shape[axis];
-    // An axis of length 0 or 1 is never stepped along: its stride is 1, so
-    // that machine code sees such a view as contiguous.
+    // The innermost axis of length 0 or 1 is never stepped along: its stride
+    // is 1, so that machine code sees such a view as contiguous.
     view->strides[axis] = shape[axis] <= 1 && axis == ndim - 1 ? 1 : strides[axis];
-    if (shape[axis] <= 0) empty = true;
-    const int64_t reach = (shape[axis] - 1) * view->strides[axis];
-    if (shape[axis] > 0) (reach < 0 ? view->low : view->high) += reach;
+    if (shape[axis] <= 0) {
+      empty = true;
+      continue;
+    }
+    // An exporter's memory spans less than 2**63 elements; one that claims
+    // more (a C extension's bug) is refused rather than indexed.
+    int64_t reach;
+    int64_t& bound = view->strides[axis] < 0 ? view->low : view->high;
+    overflow |= __builtin_mul_overflow(shape[axis] - 1, view->strides[axis], &reach) ||
+                __builtin_add_overflow(bound, reach, &bound);
   }
   view->length = shape[0];
   if (empty) view->low = 0, view->high = -1;
+  if (overflow) {
+    PyErr_SetString(PyExc_BufferError, "ppy: the buffer's shape and strides span more than 2**63 elements");
+    return false;
+  }
+  return true;
 }
 
 bool RaiseReadOnly(const BufferView& view) {
@@ -572,7 +584,11 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
     for (int axis = ndim - 2; axis >= 0; --axis) strides[axis] = strides[axis + 1] * shape[axis + 1];
   }
   view->data = static_cast<char*>(raw->buf);
-  SetViewGeometry(view, ndim, shape, strides);
+  if (!SetViewGeometry(view, ndim, shape, strides)) {
+    PyBuffer_Release(raw);
+    raw->obj = nullptr;
+    return false;
+  }
   view->elem = elem;
   view->exporter = ExporterOf(obj);
   view->readonly = readonly || raw->readonly;
@@ -702,7 +718,7 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   view->function = &fn;
   view->param = &param;
   view->data = static_cast<char*>(data);
-  SetViewGeometry(view, static_cast<int>(ndim), shape, strides);
+  if (!SetViewGeometry(view, static_cast<int>(ndim), shape, strides)) return false;
   int64_t count = 1;
   for (long axis = 0; axis < ndim; ++axis) count *= shape[axis];
   if (count != length) return fail("has a shape that disagrees with numel()");
@@ -738,7 +754,7 @@ bool RefreshTorchView(BufferView* view) {
   if (AcquireTorchTensor(view->owner, *view->function, *view->param, &fresh)) {
     Py_XSETREF(view->storage, fresh.storage);
     view->data = fresh.data;
-    SetViewGeometry(view, fresh.ndim, fresh.shape, fresh.strides);
+    SetViewGeometry(view, fresh.ndim, fresh.shape, fresh.strides);  // checked by AcquireTorchTensor
     return true;
   }
   PyObject* reason = TakeRaisedException();

@@ -297,8 +297,9 @@ inline bool NormalizeAxisIndex(const BufferView& view, int axis, int64_t* index)
 // has none ppy reads; never raises.
 ElemType ElemTypeOfObject(PyObject* obj);
 
-// Sets a view's shape, strides, length and offset bounds (see BufferView).
-void SetViewGeometry(BufferView* view, int ndim, const int64_t* shape, const int64_t* strides);
+// Sets a view's shape, strides, length and offset bounds (see BufferView);
+// false with BufferError set if its offsets would not fit 64 bits.
+bool SetViewGeometry(BufferView* view, int ndim, const int64_t* shape, const int64_t* strides);
 
 // Whether the view's innermost axis steps one element at a time (machine code
 // needs it: see Execute in vm/interpreter.cpp).
