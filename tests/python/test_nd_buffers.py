@@ -166,3 +166,31 @@ def test_a_function_storing_into_an_nd_buffer_asks_for_a_writable_view(runner, t
     lines = result.stdout.splitlines()
     assert lines[0] == "0.0"
     assert lines[1].startswith("fill() argument 'a' must be Buffer[float, 2] (format 'd'): the tensor requires grad")
+
+
+def test_a_torch_index_error_names_the_dimension_as_torch_does(runner, tmp_path):
+    # Not a differential program: torch raises its IndexError through a C++
+    # exception, which the sanitizer build's interpreters cannot run.
+    pytest.importorskip("torch")
+    (tmp_path / "kernels.ppy").write_text(textwrap.dedent("""
+        from ppy import Buffer, f32
+
+        def at(t: Buffer[f32, 2], i: int, j: int) -> float:
+            return t[i, j]
+    """))
+    probe = textwrap.dedent("""
+        import torch, ppy, kernels
+        t = torch.zeros(2, 3)
+        for i, j in ((2, 0), (0, 3), (0, -4), (-3, 0)):
+            for f in (kernels.at, lambda t, i, j: t[i, j]):
+                try:
+                    f(t, i, j)
+                except IndexError as error:
+                    print(error)
+    """)
+    result = runner.python("-c", probe, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 8
+    assert lines[0::2] == lines[1::2]  # ppy's words are torch's
+    assert lines[0] == "index 2 is out of bounds for dimension 0 with size 2"
