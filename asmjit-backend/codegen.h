@@ -1005,13 +1005,19 @@ class CodeGen {
   Int Index(int buffer, const Int& index, bool store = false, int exit_pc = -1, bool in_place = false) {
     if (!checked_[pc_]) return index;
     Int bound = store ? store_length_[buffer] : length_[buffer];
-    Int length = length_[buffer];
+    return Normalized(index, bound, length_[buffer], ExitAt(exit_pc < 0 ? pc_ : exit_pc), in_place);
+  }
+
+  // `index` checked against [0, bound) after Python's rule for negatives
+  // (moved up by `length`), as Index and AxisIndex need it: one unsigned
+  // comparison in line, the negative case out of line, `exit` if outside.
+  Int Normalized(const Int& index, const Int& bound, const Int& length, const Label& exit, bool in_place) {
     Int normalized = index;
     if (!in_place) {
       normalized = b_.NewInt();
       b_.Mov(normalized, index);
     }
-    Label outside = b_.NewLabel(), inside = b_.NewLabel(), exit = ExitAt(exit_pc < 0 ? pc_ : exit_pc);
+    Label outside = b_.NewLabel(), inside = b_.NewLabel();
     b_.BranchInt(IntCond::kUge, normalized, bound, outside);
     b_.Bind(inside);
     Cold([=, this] {
@@ -1038,21 +1044,7 @@ class CodeGen {
 
   // An index along an axis of `size` elements, Python's way (see Index);
   // outside leaves for the interpreter, which raises the exporter's IndexError.
-  Int AxisIndex(const Int& size, const Int& index) {
-    Int normalized = b_.NewInt();
-    b_.Mov(normalized, index);
-    Label outside = b_.NewLabel(), inside = b_.NewLabel(), exit = Exit();
-    b_.BranchInt(IntCond::kUge, normalized, size, outside);
-    b_.Bind(inside);
-    Cold([=, this] {
-      b_.Bind(outside);
-      b_.BranchIntImm(IntCond::kGe, normalized, 0, exit);
-      b_.Add(normalized, normalized, size);
-      b_.BranchInt(IntCond::kUlt, normalized, size, inside);
-      b_.Jump(exit);
-    });
-    return normalized;
-  }
+  Int AxisIndex(const Int& size, const Int& index) { return Normalized(index, size, size, Exit(), false); }
 
   // The element offset R[reg] of an N-d access must lie in the view (see
   // BufferView::low). An offset that only INDEX_U sums of distinct axes of
