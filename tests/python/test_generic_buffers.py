@@ -8,6 +8,7 @@ import re
 import textwrap
 
 import pytest
+from conftest import trace_counts
 
 np = pytest.importorskip("numpy")
 
@@ -38,9 +39,9 @@ PROBE = textwrap.dedent("""
 
 
 def _entries(stderr, name):
-    match = re.search(rf"kernels\.{re.escape(name)}\s+(\d+) calls\s+\S+ ms\s+(\d+) jit entries", stderr)
-    assert match, stderr
-    return int(match.group(1)), int(match.group(2))
+    counts = trace_counts(stderr, f"kernels.{name}")
+    assert counts, stderr
+    return counts
 
 
 @pytest.mark.parametrize("cache", ["cold", "warm"])

@@ -3,10 +3,10 @@ views of any strides): what ppy checks where Python does not, and which
 loops run in machine code. Results are compared with Python in
 tests/programs/95_buffers_2d.ppy .. 99_nd_locals_and_rows.ppy."""
 
-import re
 import textwrap
 
 import pytest
+from conftest import trace_counts
 
 np = pytest.importorskip("numpy")
 
@@ -36,9 +36,9 @@ KERNELS = textwrap.dedent("""
 
 
 def _entries(stderr, name):
-    match = re.search(rf"kernels\.{name}\s+(\d+) calls\s+\S+ ms\s+(\d+) jit entries", stderr)
-    assert match, stderr
-    return int(match.group(1)), int(match.group(2))
+    counts = trace_counts(stderr, f"kernels.{name}")
+    assert counts, stderr
+    return counts
 
 
 @pytest.mark.parametrize("jit", ["eager", "hot"])

@@ -9,11 +9,11 @@ killed with its process group on every path (conftest.spawn, suite/build.py)."""
 
 import importlib.util
 import json
-import re
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import trace_counts
 
 from conftest import Runner
 
@@ -73,10 +73,10 @@ def test_the_jit_prints_what_cpython_prints_from_machine_code(suite, expected):
     assert all(r["tier"] == "jit" for r in results), results
     # The trace's summary: every call of each kernel's function entered machine code.
     for kernel in KERNELS:
-        found = re.search(rf"ppy trace:\s+{kernel}\.{kernel}\s+(\d+) calls\s+\S+ ms\s+(\d+) jit entries", trace)
-        assert found, f"{kernel} missing from the trace summary:\n{trace}"
-        calls, entries = int(found.group(1)), int(found.group(2))
-        assert calls == 2 and entries == calls, found.group(0)
+        counts = trace_counts(trace, f"{kernel}.{kernel}")
+        assert counts, f"{kernel} missing from the trace summary:\n{trace}"
+        calls, entries = counts
+        assert calls == 2 and entries == calls, (kernel, counts)
 
 
 def test_c_prints_what_cpython_prints(suite, expected):
