@@ -1459,6 +1459,64 @@ class CodeGen {
       case Op::NEG_F: b_.FNeg(F(a), F(bb)); break;
       case Op::ABS_F: b_.FAbs(F(a), F(bb)); break;
 
+      // Complex values are pairs of float registers; each result is computed
+      // in full before the destination pair is written (it may be an operand).
+      case Op::ADD_C:
+      case Op::SUB_C: {
+        Float real = b_.NewFloat(), imag = b_.NewFloat();
+        if (in.op == Op::ADD_C) {
+          b_.FAdd(real, F(bb), F(c));
+          b_.FAdd(imag, F(bb + 1), F(c + 1));
+        } else {
+          b_.FSub(real, F(bb), F(c));
+          b_.FSub(imag, F(bb + 1), F(c + 1));
+        }
+        b_.Mov(F(a), real);
+        b_.Mov(F(a + 1), imag);
+        break;
+      }
+      case Op::MUL_C: {
+        // CPython's product, (ac - bd) + (ad + bc)j, four products and no fusing.
+        Float ac = b_.NewFloat(), bd = b_.NewFloat(), ad = b_.NewFloat(), bc = b_.NewFloat();
+        b_.FMul(ac, F(bb), F(c));
+        b_.FMul(bd, F(bb + 1), F(c + 1));
+        b_.FMul(ad, F(bb), F(c + 1));
+        b_.FMul(bc, F(bb + 1), F(c));
+        b_.FSub(F(a), ac, bd);
+        b_.FAdd(F(a + 1), ad, bc);
+        break;
+      }
+      case Op::DIV_C: {
+        // A zero divisor leaves for the interpreter, which raises CPython's error.
+        Label nonzero = b_.NewLabel();
+        b_.BranchFloat(FloatCond::kNe, F(c), Zero(), nonzero);
+        b_.BranchFloat(FloatCond::kEq, F(c + 1), Zero(), Exit());
+        b_.Bind(nonzero);
+        std::initializer_list<Float> args = {F(bb), F(bb + 1), F(c), F(c + 1)};
+        Float real = b_.CallFloatHelper(Helpers(), HelperOffset(offsetof(JitHelpers, complex_quot_real)), args);
+        Float imag = b_.CallFloatHelper(Helpers(), HelperOffset(offsetof(JitHelpers, complex_quot_imag)), args);
+        b_.Mov(F(a), real);
+        b_.Mov(F(a + 1), imag);
+        break;
+      }
+      case Op::ABS_C: {
+        // An infinite modulus is either an infinite part or CPython's
+        // OverflowError: the interpreter tells them apart.
+        Float modulus = b_.CallFloatHelper(Helpers(), HelperOffset(offsetof(JitHelpers, complex_abs)), {F(bb), F(bb + 1)});
+        Float infinity = b_.NewFloat();
+        b_.FloatFromBits(infinity, 0x7ff0000000000000ull);
+        b_.BranchFloat(FloatCond::kEq, modulus, infinity, Exit());
+        b_.Mov(F(a), modulus);
+        break;
+      }
+      case Op::EQ_C: {
+        Int imag_equal = b_.NewInt();
+        b_.SetFloat(FloatCond::kEq, I(a), F(bb), F(c));
+        b_.SetFloat(FloatCond::kEq, imag_equal, F(bb + 1), F(c + 1));
+        b_.And(I(a), I(a), imag_equal);
+        break;
+      }
+
       case Op::LT_I: b_.SetInt(IntCond::kLt, I(a), I(bb), I(c)); break;
       case Op::LE_I: b_.SetInt(IntCond::kLe, I(a), I(bb), I(c)); break;
       case Op::EQ_I: b_.SetInt(IntCond::kEq, I(a), I(bb), I(c)); break;

@@ -23,6 +23,11 @@ struct JitHelpers {
   // Python's float // and % (vm/runtime.h), for a nonzero divisor.
   double (*floor_div)(double, double);
   double (*mod)(double, double);
+  // CPython's complex quotient (for a nonzero divisor), one part each, and
+  // its modulus (an overflow returns infinity, which the code re-checks).
+  double (*complex_quot_real)(double, double, double, double);
+  double (*complex_quot_imag)(double, double, double, double);
+  double (*complex_abs)(double, double);
   // The math table's fast paths (nullptr where CPython computes it itself).
   double (*math1[kMathCount])(double);
   double (*math2[kMathCount])(double, double);

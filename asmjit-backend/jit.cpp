@@ -45,12 +45,19 @@ int64_t CallTypedFromJit(int64_t caller, int64_t index, int64_t args, int64_t re
              : 0;
 }
 
+double ComplexQuotReal(double a, double b, double c, double d) { return _Py_c_quot({a, b}, {c, d}).real; }
+double ComplexQuotImag(double a, double b, double c, double d) { return _Py_c_quot({a, b}, {c, d}).imag; }
+double ComplexAbsOf(double real, double imag) { return _Py_c_abs({real, imag}); }
+
 JitHelpers MakeHelpers() {
   JitHelpers helpers{};
   helpers.check_signals = CheckSignals;
   helpers.call_typed = CallTypedFromJit;
   helpers.floor_div = FloorDivFloat;
   helpers.mod = ModFloat;
+  helpers.complex_quot_real = ComplexQuotReal;
+  helpers.complex_quot_imag = ComplexQuotImag;
+  helpers.complex_abs = ComplexAbsOf;
   for (int i = 0; i < kMathCount; ++i) {
     helpers.math1[i] = kMathInfo[i].fast1;
     helpers.math2[i] = kMathInfo[i].fast2;

@@ -145,7 +145,8 @@ class Reader {
     } else {
       expr->kind = ExprKind::kConstant;
       expr->object = Py_NewRef(value);
-      expr->type = Type::Object(PyUnicode_Check(value) ? "str" : PyBytes_Check(value) ? "bytes" : nullptr);
+      expr->type = PyComplex_CheckExact(value) ? Type::Complex()
+                   : Type::Object(PyUnicode_Check(value) ? "str" : PyBytes_Check(value) ? "bytes" : nullptr);
     }
     return expr;
   }

@@ -48,7 +48,29 @@ class Lowering {
     return static_cast<int>(registers_.size()) - 1;
   }
   int Temp(Kind kind, ElemType elem = ElemType::kNone, int ndim = 1);
-  int TempFor(Type type) { return Temp(type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone, type.ndim); }
+  int TempFor(Type type) {
+    if (type.is_complex()) return ComplexTemp();
+    return Temp(type.kind_of_register(), type.is_buffer() ? type.elem : ElemType::kNone, type.ndim);
+  }
+  // A complex value is two consecutive float registers, its real part then its
+  // imaginary part, named by the first (the rC/wC operands). Temporaries come
+  // in pairs from Span; a local's pair is its own, and only a local's pair is
+  // ever a complex result's target (ComplexDestination): a freed pair may be
+  // reused as two unrelated float temporaries.
+  int ComplexTemp() { return Span({{Kind::kFloat}, {Kind::kFloat}}); }
+  int ComplexDestination(int target) const {
+    return target >= 0 && target < kConstantBase && complex_locals_.count(target) ? target : -1;
+  }
+  int ComplexResult(int target) {
+    int dest = ComplexDestination(target);
+    return dest >= 0 ? dest : ComplexTemp();
+  }
+  // Where a value of `type` goes (Destination, or a complex pair).
+  int DestinationFor(int target, Type type) {
+    return type.is_complex() ? ComplexResult(target) : Destination(target, type.kind_of_register());
+  }
+  int CoerceComplex(int reg, Type from, Type to, int target);
+  int ComplexConstant(double real, double imag, int target);
   int Span(const std::vector<RegisterType>& types);
   int ObjectSpan(int count) { return Span(std::vector<RegisterType>(count, {Kind::kObject, ElemType::kNone})); }
   // The kind of a virtual register: a constant's, or the register's own.
@@ -113,6 +135,8 @@ class Lowering {
   int EmitArithmetic(BinOp op, int left, Type left_type, int right, Type right_type, Type result, int target,
                      bool in_place);
   int EmitUnary(const Expr& expr, int target);
+  int EmitComplexCall(const Expr& expr, int target);
+  int EmitComplexEquality(CmpOp op, int left, Type left_type, int right, Type right_type, int target);
   int EmitBoolOp(const Expr& expr, int target);
   int EmitCompare(const Expr& expr, int target);
   int EmitComparePair(CmpOp op, int left, Type left_type, int right, Type right_type, int target);
@@ -172,6 +196,7 @@ class Lowering {
   std::map<std::string, int> names_;
   std::vector<VInstr> code_;
   std::vector<int> local_registers_;
+  std::set<int> complex_locals_;  // the first registers of complex locals' pairs
   std::vector<int> bound_flags_;  // per local: its bound flag register, or -1
   std::vector<int> typed_global_registers_;
   std::set<std::string> loop_private_;
@@ -334,6 +359,7 @@ void Lowering::SetBound(int slot) {
 // promoted as Python's arithmetic promotes it; an UNBOX_* raises at run time
 // when the object does not convert).
 int Lowering::Coerce(int reg, Type from, Type to, int target) {
+  if (from.is_complex() || to.is_complex()) return CoerceComplex(reg, from, to, target);
   Kind from_kind = from.kind_of_register();
   Kind to_kind = to.kind_of_register();
   if (from_kind == to_kind && (from_kind != Kind::kBuffer || (from.elem == to.elem && from.ndim == to.ndim))) {
@@ -367,6 +393,42 @@ int Lowering::Coerce(int reg, Type from, Type to, int target) {
   return reg;
 }
 
+// Coerce for complex values: two MOVE_Fs between pairs, BOX_C into an object,
+// UNBOX_C from one (TypeError unless it is a complex), and an int or float
+// made a complex with a zero imaginary part (I2F for an int), as CPython's
+// complex operators convert a real operand. A conversion writes a fresh pair
+// first, so that `target` may be one of `reg`'s own registers.
+int Lowering::CoerceComplex(int reg, Type from, Type to, int target) {
+  if (from.is_complex() && to.is_complex()) {
+    if (target < 0 || target == reg) return reg;
+    Emit(Op::MOVE_F, target, reg);
+    Emit(Op::MOVE_F, target + 1, reg + 1);
+    return target;
+  }
+  if (from.is_complex()) {  // to an object: the checker admits no other
+    int dest = Destination(target, Kind::kObject);
+    Emit(Op::BOX_C, dest, reg);
+    return dest;
+  }
+  int pair = ComplexTemp();
+  if (from.is_object()) {
+    Emit(Op::UNBOX_C, pair, reg);
+  } else {
+    Emit(from.is_float() ? Op::MOVE_F : Op::I2F, pair, reg);
+    Emit(Op::MOVE_F, pair + 1, ConstFloat(0.0));
+  }
+  return CoerceComplex(pair, to, to, target);
+}
+
+// A complex constant (1j, complex() of nothing) in a pair: the target's, if
+// it is a local's, else a temporary.
+int Lowering::ComplexConstant(double real, double imag, int target) {
+  int dest = ComplexResult(target);
+  Emit(Op::MOVE_F, dest, ConstFloat(real));
+  Emit(Op::MOVE_F, dest + 1, ConstFloat(imag));
+  return dest;
+}
+
 // Evaluates `expr` into the register `dest` of type `dest_type`, computing
 // directly into it when the register kinds agree (no extra MOVE).
 void Lowering::ValueInto(const Expr& expr, int dest, Type dest_type) {
@@ -389,7 +451,14 @@ int Lowering::ValueOf(const Expr& expr, int target) {
     case ExprKind::kFloat: reg = ConstFloat(expr.float_value); break;
     case ExprKind::kNone: reg = ConstNone(); break;
     case ExprKind::kBigInt:
-    case ExprKind::kConstant: reg = ConstObject(expr.object); break;
+    case ExprKind::kConstant:
+      if (expr.type.is_complex()) {
+        Py_complex value = PyComplex_AsCComplex(expr.object);
+        reg = ComplexConstant(value.real, value.imag, target);
+        break;
+      }
+      reg = ConstObject(expr.object);
+      break;
     case ExprKind::kName: reg = EmitName(expr, target); break;
     case ExprKind::kAttribute: reg = EmitAttribute(expr, target); break;
     case ExprKind::kSubscript: reg = EmitSubscript(expr, target); break;
@@ -442,6 +511,8 @@ int Lowering::EmitName(const Expr& expr, int target) {
 // `base.name`: a folded math constant (math.pi), or LOAD_ATTR on the object.
 int Lowering::EmitAttribute(const Expr& expr, int target) {
   if (expr.resolution == Resolution::kMathConstant) return ConstFloat(expr.float_value);
+  // z.real and z.imag are the registers of z's pair.
+  if (expr.resolution == Resolution::kComplexPart) return ValueOf(*expr.children[0]) + expr.index;
   int base = ObjectValue(*expr.children[0]);
   int dest = Destination(target, Kind::kObject);
   Emit(Op::LOAD_ATTR, dest, base, 0, NameIndex(expr.text));
@@ -621,11 +692,20 @@ int Lowering::EmitCall(const Expr& expr, int target) {
     case Resolution::kMath: return EmitMathCall(expr, target);
     case Resolution::kBuiltin:
       if (expr.index >= 0) return EmitBuiltinCall(expr, target);
-      {
-        int result = EmitDynamicCall(expr, -1);
-        if (expr.type.is_object()) return Coerce(result, Type::Object(), expr.type, target);
-        return Coerce(result, Type::Object(), expr.type, Destination(target, expr.type.kind_of_register()));
-      }
+      [[fallthrough]];
+    case Resolution::kUnboxedCall: {
+      int result = EmitDynamicCall(expr, -1);
+      if (expr.type.is_object()) return Coerce(result, Type::Object(), expr.type, target);
+      return Coerce(result, Type::Object(), expr.type, DestinationFor(target, expr.type));
+    }
+    case Resolution::kConjugate: {
+      // (a, -b): a pair of its own, since the target may be z itself.
+      int z = ValueOf(*expr.children[0]->children[0]);
+      int dest = ComplexResult(target);
+      if (dest != z) Emit(Op::MOVE_F, dest, z);
+      Emit(Op::NEG_F, dest + 1, z + 1);
+      return dest;
+    }
     default: return EmitDynamicCall(expr, target);
   }
 }
@@ -655,15 +735,22 @@ int Lowering::EmitTypedCall(const Expr& expr, int target) {
   for (size_t p = 0; p < callee.param_types.size(); ++p) {
     int source = expr.binding[p];
     Type param_type = callee.param_types[p];
+    // A complex argument crosses the call boxed (see ValueType::kComplex).
+    Type boundary = param_type.is_complex() ? Type::Object() : param_type;
     if (source == 0) {
       const Expr& literal = *callee.def->params[p].default_value;
-      ValueInto(literal, span + p, param_type);
+      ValueInto(literal, span + p, boundary);
       continue;
     }
     const Expr& arg = source > 0 ? *expr.children[source] : *expr.keywords[-source - 1].value;
-    Coerce(value_of[source], arg.type, param_type, span + p);
+    Coerce(value_of[source], arg.type, boundary, span + p);
   }
   Type result = callee.result.is_known() ? callee.result : Type::Object();
+  if (result.is_complex()) {
+    int boxed = Temp(Kind::kObject);
+    Emit(Op::CALL_FN, boxed, span, static_cast<int>(types.size()), callee.code_index);
+    return Coerce(boxed, Type::Object(), result, ComplexResult(target));
+  }
   int dest = Destination(target, result.kind_of_register());
   Emit(Op::CALL_FN, dest, span, static_cast<int>(types.size()), callee.code_index);
   return dest;
@@ -724,6 +811,14 @@ int Lowering::Truth(int reg, Type type) {
       Emit(Op::TRUTH_F, dest, reg);
       return dest;
     }
+    case TypeKind::kComplex: {  // either part nonzero
+      int dest = Temp(Kind::kInt);
+      int imag = Temp(Kind::kInt);
+      Emit(Op::TRUTH_F, dest, reg);
+      Emit(Op::TRUTH_F, imag, reg + 1);
+      Emit(Op::OR_I, dest, dest, imag);
+      return dest;
+    }
     default: {
       int object = Coerce(reg, type, Type::Object());
       int dest = Temp(Kind::kInt);
@@ -762,9 +857,27 @@ int Lowering::EmitBuiltinCall(const Expr& expr, int target) {
       return Coerce(truth, Type::Bool(), Type::Bool(), target);
     }
     case Builtin::kABS: {
+      if (arg_type.is_complex()) {
+        int dest = Destination(target, Kind::kFloat);
+        Emit(Op::ABS_C, dest, args[0]);
+        return dest;
+      }
       int dest = Destination(target, arg_type.is_float() ? Kind::kFloat : Kind::kInt);
       Emit(arg_type.is_float() ? Op::ABS_F : Op::ABS_I, dest, args[0]);
       return dest;
+    }
+    case Builtin::kCOMPLEX: {
+      // complex() is 0j; complex(z) of a complex is z itself; complex(x) and
+      // complex(x, y) of real numbers are (x, 0.0) and (x, y), each part
+      // converted as float() converts it. The parts go to a fresh pair, since
+      // the target may be read by them (z = complex(z.imag, z.real)).
+      if (args.empty()) return ComplexConstant(0.0, 0.0, target);
+      if (args.size() == 1) return Coerce(args[0], arg_type, Type::Complex(), ComplexDestination(target));
+      int pair = ComplexTemp();
+      for (int part = 0; part < 2; ++part) {
+        Emit(expr.children[1 + part]->type.is_float() ? Op::MOVE_F : Op::I2F, pair + part, args[part]);
+      }
+      return CoerceComplex(pair, Type::Complex(), Type::Complex(), ComplexDestination(target));
     }
     case Builtin::kMIN:
     case Builtin::kMAX: {
@@ -841,6 +954,23 @@ int Lowering::EmitDynamicCall(const Expr& expr, int target) {
 // instructions after promoting an int operand to float, as Python promotes it.
 int Lowering::EmitArithmetic(BinOp op, int left, Type left_type, int right, Type right_type, Type result, int target,
                              bool in_place) {
+  if (result.is_complex()) {
+    if (op == BinOp::kPow) {
+      // CPython's complex power (its integer-exponent method, its errors),
+      // on the values boxed; the result is always a complex.
+      int boxed = Temp(Kind::kObject);
+      Emit(Op::BINARY_O, boxed, Coerce(left, left_type, Type::Object()), Coerce(right, right_type, Type::Object()),
+           static_cast<int>(BinaryOp::POW));
+      return Coerce(boxed, Type::Object(), result, ComplexResult(target));
+    }
+    // + - * /: a real operand becomes a complex first, as in CPython 3.11-3.13.
+    int l = Coerce(left, left_type, result);
+    int r = Coerce(right, right_type, result);
+    static const Op kComplexOps[] = {Op::ADD_C, Op::SUB_C, Op::MUL_C, Op::DIV_C};
+    int dest = ComplexResult(target);
+    Emit(kComplexOps[static_cast<int>(op)], dest, l, r);
+    return dest;
+  }
   if (result.is_object()) {
     int l = Coerce(left, left_type, Type::Object());
     int r = Coerce(right, right_type, Type::Object());
@@ -943,6 +1073,13 @@ int Lowering::EmitUnary(const Expr& expr, int target) {
     Emit(Op::NEG_F, dest, value);
     return dest;
   }
+  if (expr.type.is_complex()) {
+    if (expr.un_op == UnOp::kPos) return value;
+    int dest = ComplexResult(target);  // part by part, so dest may be value
+    Emit(Op::NEG_F, dest, value);
+    Emit(Op::NEG_F, dest + 1, value + 1);
+    return dest;
+  }
   if (expr.un_op == UnOp::kPos) return value;
   int dest = Destination(target, Kind::kInt);
   Emit(expr.un_op == UnOp::kNeg ? Op::NEG_I : Op::INVERT_I, dest, value);
@@ -992,6 +1129,11 @@ int Lowering::EmitComparePair(CmpOp op, int left, Type left_type, int right, Typ
     }
     default: break;
   }
+  const bool complex_equality = (op == CmpOp::kEq || op == CmpOp::kNe) &&
+                                (left_type.is_complex() || right_type.is_complex()) &&
+                                (left_type.is_numeric() || left_type.is_complex()) &&
+                                (right_type.is_numeric() || right_type.is_complex());
+  if (complex_equality) return EmitComplexEquality(op, left, left_type, right, right_type, target);
   if (!left_type.is_numeric() || !right_type.is_numeric()) {
     static const int kPyOps[] = {Py_LT, Py_LE, Py_EQ, Py_NE, Py_GT, Py_GE};
     int dest = Destination(target, Kind::kObject);
@@ -1023,6 +1165,29 @@ int Lowering::EmitComparePair(CmpOp op, int left, Type left_type, int right, Typ
     static const Op kMixed[] = {Op::LT_FI, Op::LE_FI, Op::EQ_FI, Op::NE_FI, Op::GT_FI, Op::GE_FI};
     Emit(kMixed[static_cast<int>(effective)], dest, f, i);
   }
+  return dest;
+}
+
+// `z == x` or `z != x` with a complex operand, as CPython compares: against
+// an int, the imaginary part is zero and the real part equals the int exactly
+// (EQ_FI, even beyond 2**53); against a float or a complex, both parts equal
+// (EQ_C, the float made a complex first). Equality is symmetric, so the
+// complex operand goes first.
+int Lowering::EmitComplexEquality(CmpOp op, int left, Type left_type, int right, Type right_type, int target) {
+  if (!left_type.is_complex()) {
+    std::swap(left, right);
+    std::swap(left_type, right_type);
+  }
+  int dest = Destination(target, Kind::kInt);
+  if (right_type.is_integral()) {
+    int real_equal = Temp(Kind::kInt);
+    Emit(Op::EQ_F, dest, left + 1, ConstFloat(0.0));
+    Emit(Op::EQ_FI, real_equal, left, right);
+    Emit(Op::AND_I, dest, dest, real_equal);
+  } else {
+    Emit(Op::EQ_C, dest, left, Coerce(right, right_type, Type::Complex()));
+  }
+  if (op == CmpOp::kNe) Emit(Op::NOT, dest, dest);
   return dest;
 }
 
@@ -2183,6 +2348,10 @@ void Lowering::Return(const Stmt& stmt) {
   }
   int value = ValueOf(*stmt.value);
   line_ = stmt.loc.line;
+  if (result.is_complex()) {
+    Emit(Op::RET_O, Coerce(value, stmt.value->type, Type::Object()));  // boxed, see ValueType::kComplex
+    return;
+  }
   switch (result.kind_of_register()) {
     case Kind::kInt: Emit(Op::RET_I, Coerce(value, stmt.value->type, result)); break;
     case Kind::kFloat: Emit(Op::RET_F, Coerce(value, stmt.value->type, result)); break;
@@ -2231,9 +2400,27 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
     // An annotated int (a parameter or local) keeps 64 bits strictly; any
     // other int register may deoptimize on overflow (RegisterType::annotated).
     const bool annotated = type.kind_of_register() == Kind::kInt && (local.annotated || local.is_param);
-    local_registers_.push_back(
-        NewRegister(type.register_type(annotated)));
+    if (type.is_complex() && !local.is_param) {
+      local_registers_.push_back(NewRegister({Kind::kFloat}));
+      NewRegister({Kind::kFloat});
+      is_local_.insert(is_local_.end(), 2, true);
+      complex_locals_.insert(local_registers_.back());
+      continue;
+    }
+    local_registers_.push_back(NewRegister(type.register_type(annotated)));
     is_local_.push_back(true);
+  }
+  // A complex parameter arrives boxed in its parameter register and lives in a
+  // pair of its own, unboxed once at entry (see below).
+  std::vector<std::pair<int, int>> complex_params;  // (boxed, pair)
+  for (size_t i = 0; i < fn_.locals.size(); ++i) {
+    if (!fn_.locals[i].is_param || !fn_.locals[i].type.is_complex()) continue;
+    int pair = NewRegister({Kind::kFloat});
+    NewRegister({Kind::kFloat});
+    is_local_.insert(is_local_.end(), 2, true);
+    complex_params.emplace_back(local_registers_[i], pair);
+    local_registers_[i] = pair;
+    complex_locals_.insert(pair);
   }
   bound_flags_.assign(fn_.locals.size(), -1);
   for (size_t i = 0; i < fn_.locals.size(); ++i) {
@@ -2241,7 +2428,7 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
     // Ints and floats have no "unassigned" value, so a flag says whether the
     // local is bound; objects and buffers are null until assigned.
     Kind kind = local.type.kind_of_register();
-    if (local.needs_bound_check && (kind == Kind::kInt || kind == Kind::kFloat)) {
+    if (local.needs_bound_check && (kind == Kind::kInt || kind == Kind::kFloat || local.type.is_complex())) {
       bound_flags_[i] = NewRegister({Kind::kInt, ElemType::kNone});
       is_local_.push_back(true);
     }
@@ -2258,6 +2445,7 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
     Emit(op, reg, 0, 0, NameIndex(name));
     typed_global_registers_.push_back(reg);
   }
+  for (const auto& [boxed, pair] : complex_params) Emit(Op::UNBOX_C, pair, boxed);
   first_temp_ = static_cast<int>(registers_.size());
 
   Block(fn_.def->body);

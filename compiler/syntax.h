@@ -83,6 +83,9 @@ enum class Resolution : uint8_t {
   kMathConstant,   // math.pi and friends, folded
   kModule,         // an imported module used as a namespace (math, ppy)
   kBufferShape,    // a.shape[k] of a buffer, k (a constant) in `index`
+  kComplexPart,    // z.real (index 0) or z.imag (index 1) of a complex
+  kConjugate,      // z.conjugate() of a complex
+  kUnboxedCall,    // a call through the C API whose result type is known (cmath.sqrt): unboxed after
 };
 
 struct Expr {

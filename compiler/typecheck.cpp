@@ -129,6 +129,7 @@ Type TypeOfAnnotation(const Expr& annotation, const ModuleInfo& module, std::str
       if (name == "int") return Type::Int();
       if (name == "float") return Type::Float();
       if (name == "bool") return Type::Bool();
+      if (name == "complex") return Type::Complex();
       if (name == "None") return Type::None();
       std::string ppy_name = PpyNameOf(annotation, module);
       if (ppy_name == "Buffer") return Type::Buffer(module.generic_elem);  // element-generic
@@ -264,6 +265,7 @@ class FunctionChecker {
   Type CheckCall(Expr& expr);
   Type CheckTypedCall(Expr& expr, int function);
   Type CheckMathCall(Expr& expr, const std::string& name);
+  Type CheckCmathCall(Expr& expr, const std::string& name);
   Type CheckBuiltinCall(Expr& expr, Builtin builtin);
   Type CheckDynamicCall(Expr& expr);
   Type CheckBinary(Expr& expr);
@@ -1523,6 +1525,7 @@ bool FunctionChecker::Assignable(Type target, Type value) const {
     case TypeKind::kInt: return value.is_int() || dynamic_could_be("int");
     case TypeKind::kFloat: return value.is_float() || dynamic_could_be("float");
     case TypeKind::kBool: return value.is_bool() || dynamic_could_be("bool");
+    case TypeKind::kComplex: return value.is_complex() || dynamic_could_be("complex");
     // A dynamic value is borrowed at run time, checked as a parameter is.
     case TypeKind::kBuffer: return (value.is_buffer() && value == target) || value.is_object();
     default: return false;
@@ -1538,6 +1541,9 @@ std::string FunctionChecker::CannotAssign(Type target, Type value) const {
     return absl::StrCat("cannot assign ", value.name(), " (write float(...) or a float literal) to");
   }
   if (target.is_int() && value.is_bool()) return "cannot assign bool (write int(...) to convert it) to";
+  if (target.is_complex() && value.is_numeric()) {
+    return absl::StrCat("cannot assign ", value.name(), " (write complex(...) or a complex literal such as 0j) to");
+  }
   if (target.is_numeric() && value.known_class != nullptr && std::strstr(value.known_class, " or ") != nullptr) {
     return absl::StrCat("cannot assign ", value.name(), " (convert it with ", target.name(), "(...)) to");
   }
@@ -1680,6 +1686,11 @@ Type FunctionChecker::CheckAttribute(Expr& expr) {
   }
   Type type = Check(base);
   if (!type.is_known()) return Type::Unknown();
+  if (type.is_complex() && (expr.text == "real" || expr.text == "imag")) {
+    expr.resolution = Resolution::kComplexPart;
+    expr.index = expr.text == "real" ? 0 : 1;
+    return Type::Float();
+  }
   return Type::Object();
 }
 
@@ -1790,8 +1801,35 @@ Type FunctionChecker::CheckCall(Expr& expr) {
     if (symbol && symbol->kind == GlobalSymbol::Kind::kModule && symbol->module_name == "math") {
       return CheckMathCall(expr, callee.text);
     }
+    if (symbol && symbol->kind == GlobalSymbol::Kind::kModule && symbol->module_name == "cmath") {
+      return CheckCmathCall(expr, callee.text);
+    }
   }
-  return CheckDynamicCall(expr);
+  Type result = CheckDynamicCall(expr);
+  if (callee.kind == ExprKind::kAttribute && callee.text == "conjugate" && expr.children.size() == 1 &&
+      expr.keywords.empty() && callee.children[0]->type.is_complex()) {
+    expr.resolution = Resolution::kConjugate;
+    return Type::Complex();
+  }
+  return result;
+}
+
+// A function of the cmath module, called through CPython (its special values
+// and errors are its own), with the complex arguments boxed; the result is
+// unboxed to the type the function always returns: complex, a float (phase),
+// a bool (isnan, isinf, isfinite, isclose), or an object (polar's tuple).
+Type FunctionChecker::CheckCmathCall(Expr& expr, const std::string& name) {
+  Type result = CheckDynamicCall(expr);
+  static const char* const kComplexResults[] = {"sqrt", "exp", "log", "log10", "sin", "cos", "tan", "asin",
+                                                "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                                                "rect"};
+  for (const char* function : kComplexResults) {
+    if (name == function) result = Type::Complex();
+  }
+  if (name == "phase") result = Type::Float();
+  if (name == "isnan" || name == "isinf" || name == "isfinite" || name == "isclose") result = Type::Bool();
+  if (!result.is_object()) expr.resolution = Resolution::kUnboxedCall;
+  return result;
 }
 
 // A call through the C API: the callee and the arguments are typed for their
@@ -1957,8 +1995,16 @@ Type FunctionChecker::CheckBuiltinCall(Expr& expr, Builtin builtin) {
       return dynamic(Type::Bool());
     case Builtin::kABS:
       if (plain && arity == 1 && args[0].is_integral()) return Type::Int();
-      if (plain && arity == 1 && args[0].is_float()) return Type::Float();
+      if (plain && arity == 1 && (args[0].is_float() || args[0].is_complex())) return Type::Float();
       return dynamic(Type::Object());
+    case Builtin::kCOMPLEX:
+      // complex(), complex(x) of a number or a complex, complex(x, y) of two
+      // real numbers: the parts themselves (anything else, a str, complex
+      // parts, keywords, is CPython's own constructor).
+      if (plain && arity == 0) return Type::Complex();
+      if (plain && arity == 1 && (args[0].is_numeric() || args[0].is_complex())) return Type::Complex();
+      if (plain && arity == 2 && args[0].is_numeric() && args[1].is_numeric()) return Type::Complex();
+      return dynamic(Type::Complex());
     case Builtin::kMIN:
     case Builtin::kMAX: {
       if (plain && arity >= 2 && std::all_of(args.begin(), args.end(), [&](const Type& t) { return t == args[0]; }) &&
@@ -1991,6 +2037,18 @@ Type FunctionChecker::BinaryType(BinOp op, Type left, Type right, const Expr* ri
     return Type::Unknown();
   };
   if (left.is_buffer() || right.is_buffer()) return unsupported();
+  if (left.is_complex() || right.is_complex()) {
+    // + - * / are complex arithmetic and ** CPython's power of complex
+    // values; any other operator goes to CPython, which raises its TypeError.
+    switch (op) {
+      case BinOp::kAdd:
+      case BinOp::kSub:
+      case BinOp::kMul:
+      case BinOp::kDiv:
+      case BinOp::kPow: return Type::Complex();
+      default: return Type::Object();
+    }
+  }
   if (op == BinOp::kMatMul) return unsupported();
   if (left.is_integral() && right.is_integral()) {
     switch (op) {
@@ -2039,6 +2097,7 @@ Type FunctionChecker::CheckUnary(Expr& expr) {
     case UnOp::kPos:
       if (operand.is_integral()) return Type::Int();
       if (operand.is_float()) return Type::Float();
+      if (operand.is_complex()) return Type::Complex();
       if (operand.is_object()) return Type::Object();
       break;
     case UnOp::kInvert:
@@ -2075,6 +2134,12 @@ Type FunctionChecker::CheckCompare(Expr& expr) {
         if (right.is_numeric()) {
           Error(expr.children[i + 1]->loc, absl::StrCat("argument of type '", right.name(), "' is not iterable"));
         }
+        break;
+      case CmpOp::kEq:
+      case CmpOp::kNe:
+        // Complex equality is typed too; ordering a complex is CPython's TypeError.
+        if ((left.is_numeric() || left.is_complex()) && (right.is_numeric() || right.is_complex())) break;
+        all_bool = false;
         break;
       default:
         if (left.is_numeric() && right.is_numeric()) break;

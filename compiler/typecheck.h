@@ -30,7 +30,8 @@ namespace ppy {
   X(BOOL, "bool")             \
   X(ABS, "abs")               \
   X(MIN, "min")               \
-  X(MAX, "max")
+  X(MAX, "max")               \
+  X(COMPLEX, "complex")
 
 enum class Builtin : uint8_t {
 #define PPY_BUILTIN_ENUM(id, name) k##id,

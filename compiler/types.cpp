@@ -27,6 +27,7 @@ ValueType Type::value_type() const {
     case TypeKind::kFloat: return ValueType::kFloat;
     case TypeKind::kBuffer: return ValueType::kBuffer;
     case TypeKind::kNone: return ValueType::kNone;
+    case TypeKind::kComplex: return ValueType::kComplex;
     default: return ValueType::kObject;
   }
 }
@@ -37,6 +38,7 @@ std::string Type::name() const {
     case TypeKind::kInt: return "int";
     case TypeKind::kFloat: return "float";
     case TypeKind::kBool: return "bool";
+    case TypeKind::kComplex: return "complex";
     case TypeKind::kNone: return "None";
     case TypeKind::kBuffer:
       return std::string("Buffer[") + InfoOf(elem).name + (ndim == 1 ? "" : ", " + std::to_string(ndim)) + "]";

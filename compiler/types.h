@@ -1,7 +1,7 @@
 // Static types of the ppy language.
 //
-// int (64-bit), float (IEEE double), bool, None, Buffer[T] and Buffer[T, n]
-// (n dimensions), and object: any
+// int (64-bit), float (IEEE double), bool, complex (a pair of doubles), None,
+// Buffer[T] and Buffer[T, n] (n dimensions), and object: any
 // other Python value, handled through the C API. An object type may know its
 // Python class (a str literal is an object known to be "str"), which lets the
 // checker reject what CPython would reject at run time anyway, such as storing a
@@ -14,7 +14,7 @@
 
 namespace ppy {
 
-enum class TypeKind : uint8_t { kUnknown, kInt, kFloat, kBool, kNone, kBuffer, kObject };
+enum class TypeKind : uint8_t { kUnknown, kInt, kFloat, kBool, kNone, kBuffer, kObject, kComplex };
 
 struct Type {
   TypeKind kind = TypeKind::kUnknown;
@@ -26,13 +26,16 @@ struct Type {
   static Type Int() { return {TypeKind::kInt}; }
   static Type Float() { return {TypeKind::kFloat}; }
   static Type Bool() { return {TypeKind::kBool}; }
+  static Type Complex() { return {TypeKind::kComplex}; }
   static Type None() { return {TypeKind::kNone}; }
   static Type Object(const char* known = nullptr) { return {TypeKind::kObject, ElemType::kNone, known}; }
   static Type Buffer(ElemType elem, int ndim = 1) {
     return {TypeKind::kBuffer, elem, nullptr, static_cast<uint8_t>(ndim)};
   }
-  // The register that holds a value of this type, with its element type and
-  // dimensions for a buffer.
+  // The register that holds a value of this type at a function's boundary,
+  // with its element type and dimensions for a buffer. (A complex crosses the
+  // boundary as an object; inside a function it is a pair of float
+  // registers, which the lowering allocates itself.)
   RegisterType register_type(bool annotated = false) const {
     RegisterType reg{kind_of_register(), is_buffer() ? elem : ElemType::kNone, annotated};
     reg.ndim = is_buffer() ? ndim : 1;
@@ -45,6 +48,7 @@ struct Type {
   bool is_bool() const { return kind == TypeKind::kBool; }
   bool is_object() const { return kind == TypeKind::kObject || kind == TypeKind::kNone; }
   bool is_buffer() const { return kind == TypeKind::kBuffer; }
+  bool is_complex() const { return kind == TypeKind::kComplex; }
   // int and bool: the integer kinds arithmetic accepts.
   bool is_integral() const { return kind == TypeKind::kInt || kind == TypeKind::kBool; }
   bool is_numeric() const { return is_integral() || kind == TypeKind::kFloat; }
@@ -53,7 +57,9 @@ struct Type {
   // The type of an element read from this buffer: float or int.
   Type element() const;
 
-  // The register kind that holds a value of this type.
+  // The register kind that holds a value of this type (object for a complex,
+  // as at the boundary: code that meets a complex without handling its pair
+  // of float registers fails the verifier instead of losing a part).
   Kind kind_of_register() const;
   ValueType value_type() const;
 

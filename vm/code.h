@@ -68,8 +68,11 @@ inline constexpr int kElemTypeCount = 11;  // kNone included
 // The most dimensions a Buffer annotation may declare (Buffer[float, 3]).
 inline constexpr int kMaxDims = 4;
 
-// The type of a value at a function's boundary: a parameter or the result.
-enum class ValueType : uint8_t { kInt, kFloat, kBool, kNone, kObject, kBuffer };
+// The type of a value at a function's boundary: a parameter or the result. A
+// complex crosses it as an exact Python complex in an object register; inside
+// the function it lives in a pair of float registers (UNBOX_C, BOX_C).
+enum class ValueType : uint8_t { kInt, kFloat, kBool, kNone, kObject, kBuffer, kComplex };
+inline constexpr ValueType kLastValueType = ValueType::kComplex;
 
 // The register a value type lives in.
 inline Kind KindOf(ValueType type) {
@@ -79,7 +82,8 @@ inline Kind KindOf(ValueType type) {
     case ValueType::kFloat: return Kind::kFloat;
     case ValueType::kBuffer: return Kind::kBuffer;
     case ValueType::kNone:
-    case ValueType::kObject: return Kind::kObject;
+    case ValueType::kObject:
+    case ValueType::kComplex: return Kind::kObject;
   }
   return Kind::kObject;
 }

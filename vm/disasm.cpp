@@ -55,6 +55,8 @@ std::string Operand(const ModuleCode& module, const FunctionCode& fn, const Inst
     case Mode::kuI:
     case Mode::krF:
     case Mode::kwF:
+    case Mode::krC:
+    case Mode::kwC:
     case Mode::krO:
     case Mode::kwO:
     case Mode::krU:
@@ -109,6 +111,7 @@ std::string TypeName(ValueType type, ElemType elem, int ndim) {
     case ValueType::kBool: return "bool";
     case ValueType::kNone: return "None";
     case ValueType::kObject: return "object";
+    case ValueType::kComplex: return "complex";
     case ValueType::kBuffer: return Cat("Buffer[", InfoOf(elem).name, ndim == 1 ? "" : Cat(", ", ndim), "]");
   }
   return "?";

@@ -49,6 +49,7 @@ enum class Mode : uint8_t {
   k__,  // unused, must be zero
   krI, kwI, kuI,  // int register: read, write, read-write
   krF, kwF,       // float register
+  krC, kwC,       // a pair of float registers: a complex value's real and imaginary parts
   krO, kwO,       // object register
   krU, kwU,       // buffer register
   krUd, krUq,     // float64 or int64 buffer register
@@ -83,6 +84,7 @@ namespace opinfo_detail {
 inline constexpr Mode __ = Mode::k__;
 inline constexpr Mode rI = Mode::krI, wI = Mode::kwI, uI = Mode::kuI;
 inline constexpr Mode rF = Mode::krF, wF = Mode::kwF;
+inline constexpr Mode rC = Mode::krC, wC = Mode::kwC;
 inline constexpr Mode rO = Mode::krO, wO = Mode::kwO;
 inline constexpr Mode rU = Mode::krU, wU = Mode::kwU;
 inline constexpr Mode rUd = Mode::krUd, rUq = Mode::krUq, rUf = Mode::krUf, rUi = Mode::krUi;
@@ -144,6 +146,8 @@ inline OperandRegisters RegistersNamedBy(Mode mode, int64_t value, const Instr& 
     case Mode::kwU:
     case Mode::kwX: return {value, 1, false, true};
     case Mode::kuI: return {value, 1, true, true};
+    case Mode::krC: return {value, 2, true, false};
+    case Mode::kwC: return {value, 2, false, true};
     case Mode::krX:
     case Mode::ksO: return {value, in.c, true, false};
     case Mode::kcO: return {value, in.c + 1, true, false};

@@ -382,7 +382,7 @@ bool CallRebound(PyObject* target, const FunctionCode& callee, const Value* args
   for (size_t i = 0; i < count && ok; ++i) {
     ValueType type = callee.params[i].type;
     if (type == ValueType::kBuffer) boxed[i] = Py_NewRef(args[i].u->owner);
-    else if (type == ValueType::kObject || type == ValueType::kNone) boxed[i] = Py_NewRef(args[i].o);
+    else if (KindOf(type) == Kind::kObject) boxed[i] = Py_NewRef(args[i].o);
     else boxed[i] = BoxValue(type, args[i]);
     ok = boxed[i] != nullptr;
   }
@@ -476,7 +476,8 @@ namespace {
 // An object whose operations and release run no Python code: nothing, or an
 // exact int, float or bool (see NEXT_AFTER_NUMBERS).
 inline bool IsPlainNumber(PyObject* object) {
-  return object == nullptr || PyLong_CheckExact(object) || PyFloat_CheckExact(object) || PyBool_Check(object);
+  return object == nullptr || PyLong_CheckExact(object) || PyFloat_CheckExact(object) || PyBool_Check(object) ||
+         PyComplex_CheckExact(object);
 }
 
 // An object whose release runs no Python code: a plain number, None, an
@@ -762,6 +763,13 @@ enter_jit : {
     SetObject(R(in.a), boxed);
     NEXT_AFTER_NUMBERS(plain);
   }
+  CASE(BOX_C) {
+    const bool plain = ReleaseIsPure(R(in.a).o);
+    PyObject* boxed = PyComplex_FromDoubles(R(in.b).f, R(in.b + 1).f);
+    if (boxed == nullptr) goto error;
+    SetObject(R(in.a), boxed);
+    NEXT_AFTER_NUMBERS(plain);
+  }
   CASE(BOX_U) SetObject(R(in.a), Py_NewRef(R(in.b).u->owner)); NEXT_AFTER_PYTHON;
   CASE(BORROW_U) {
     if (!borrows.Borrow(fn, regs, in.a, R(in.b).o, fn.objects[in.d], in.c != 0)) goto error;
@@ -774,6 +782,13 @@ enter_jit : {
   }
   CASE(UNBOX_F) {
     if (!UnboxFloat(R(in.b).o, &R(in.a).f)) goto error;
+    NEXT_AFTER_NUMBERS(IsPlainNumber(R(in.b).o));
+  }
+  CASE(UNBOX_C) {
+    double real, imag;
+    if (!UnboxComplex(R(in.b).o, &real, &imag)) goto error;
+    R(in.a).f = real;
+    R(in.a + 1).f = imag;
     NEXT_AFTER_NUMBERS(IsPlainNumber(R(in.b).o));
   }
   CASE(UNBOX_INDEX) {
@@ -950,6 +965,31 @@ enter_jit : {
   NEXT;
   CASE(NEG_F) R(in.a).f = -R(in.b).f; NEXT;
   CASE(ABS_F) R(in.a).f = std::fabs(R(in.b).f); NEXT;
+
+  // ---- Complex arithmetic ------------------------------------------------------------------
+#define COMPLEX(x) Py_complex{R(x).f, R((x) + 1).f}
+#define SET_COMPLEX(x, value)   \
+  do {                          \
+    const Py_complex v_ = value; \
+    R(x).f = v_.real;           \
+    R((x) + 1).f = v_.imag;     \
+  } while (0)
+  CASE(ADD_C) SET_COMPLEX(in.a, _Py_c_sum(COMPLEX(in.b), COMPLEX(in.c))); NEXT;
+  CASE(SUB_C) SET_COMPLEX(in.a, _Py_c_diff(COMPLEX(in.b), COMPLEX(in.c))); NEXT;
+  CASE(MUL_C) SET_COMPLEX(in.a, _Py_c_prod(COMPLEX(in.b), COMPLEX(in.c))); NEXT;
+  CASE(DIV_C) {
+    Py_complex quotient;
+    if (!ComplexQuotient(COMPLEX(in.b), COMPLEX(in.c), &quotient)) goto error;
+    SET_COMPLEX(in.a, quotient);
+  }
+  NEXT;
+  CASE(ABS_C) {
+    if (!ComplexAbs(COMPLEX(in.b), &R(in.a).f)) goto error;
+  }
+  NEXT;
+  CASE(EQ_C) R(in.a).i = R(in.b).f == R(in.c).f && R(in.b + 1).f == R(in.c + 1).f; NEXT;
+#undef COMPLEX
+#undef SET_COMPLEX
 
   // ---- Comparisons -----------------------------------------------------------------------
   CASE(LT_I) R(in.a).i = R(in.b).i < R(in.c).i; NEXT;

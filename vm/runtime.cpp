@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -815,7 +816,8 @@ PyObject* BoxValue(ValueType type, Value value) {
     case ValueType::kFloat: return PyFloat_FromDouble(value.f);
     case ValueType::kBool: return Py_NewRef(value.i ? Py_True : Py_False);
     case ValueType::kNone:
-    case ValueType::kObject: return value.o;  // already an owned reference
+    case ValueType::kObject:
+    case ValueType::kComplex: return value.o;  // already an owned reference
     case ValueType::kBuffer: break;
   }
   PyErr_SetString(PyExc_SystemError, "ppy: a buffer cannot be returned");
@@ -853,6 +855,61 @@ bool UnboxFloat(PyObject* obj, double* out) {
   return false;
 }
 
+bool UnboxComplex(PyObject* obj, double* real, double* imag) {
+  if (PyComplex_Check(obj)) {
+    Py_complex value = PyComplex_AsCComplex(obj);
+    *real = value.real;
+    *imag = value.imag;
+    return true;
+  }
+  PyErr_Format(PyExc_TypeError, "expected a complex, got %.200s (ppy does not turn other values into complex "
+               "numbers implicitly; convert with complex())", Py_TYPE(obj)->tp_name);
+  return false;
+}
+
+// CPython's own operator on the two values boxed: it raises what CPython
+// raises (its message, in every version), or returns what it computes.
+static PyObject* ComplexOperator(PyObject* (*op)(PyObject*, PyObject*), Py_complex a, Py_complex b) {
+  PyObject* left = PyComplex_FromCComplex(a);
+  PyObject* right = left ? PyComplex_FromCComplex(b) : nullptr;
+  PyObject* result = right ? op(left, right) : nullptr;
+  Py_XDECREF(left);
+  Py_XDECREF(right);
+  return result;
+}
+
+bool ComplexQuotient(Py_complex a, Py_complex b, Py_complex* out) {
+  errno = 0;
+  Py_complex quotient = _Py_c_quot(a, b);
+  if (errno == 0) {
+    *out = quotient;
+    return true;
+  }
+  // A zero divisor: CPython's division raises ZeroDivisionError itself.
+  PyObject* result = ComplexOperator(PyNumber_TrueDivide, a, b);
+  if (result == nullptr) return false;
+  bool ok = UnboxComplex(result, &out->real, &out->imag);
+  Py_DECREF(result);
+  return ok;
+}
+
+bool ComplexAbs(Py_complex z, double* out) {
+  errno = 0;
+  double modulus = _Py_c_abs(z);
+  if (errno == 0) {
+    *out = modulus;
+    return true;
+  }
+  // Too large for a float: CPython's abs() raises OverflowError itself.
+  PyObject* boxed = PyComplex_FromCComplex(z);
+  PyObject* result = boxed ? PyNumber_Absolute(boxed) : nullptr;
+  Py_XDECREF(boxed);
+  if (result == nullptr) return false;
+  bool ok = UnboxFloat(result, out);
+  Py_DECREF(result);
+  return ok;
+}
+
 bool UnboxBool(PyObject* obj, int64_t* out) {
   if (obj == Py_True || obj == Py_False) {
     *out = obj == Py_True;
@@ -874,6 +931,12 @@ bool ArgumentFits(PyObject* obj, const Param& param, Value* out) {
     }
     case ValueType::kNone:
     case ValueType::kObject:
+      out->o = obj;
+      return true;
+    case ValueType::kComplex:
+      // Only a complex itself: an int or float passed where the annotation
+      // says complex runs the call as Python, where it stays an int or float.
+      if (!PyComplex_CheckExact(obj)) return false;
       out->o = obj;
       return true;
     case ValueType::kBuffer:

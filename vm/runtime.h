@@ -341,6 +341,13 @@ bool ArgumentFits(PyObject* obj, const Param& param, Value* out);
 // silently made a float), a bool. TypeError otherwise.
 bool UnboxInt(PyObject* obj, int64_t* out);
 bool UnboxFloat(PyObject* obj, double* out);
+// A complex (or a subclass) as its two parts; TypeError for anything else.
+bool UnboxComplex(PyObject* obj, double* real, double* imag);
+// a / b and abs(z) for complex values, by CPython's own routines; where those
+// report an error, CPython's operator raises it (ZeroDivisionError,
+// OverflowError) with its own message.
+bool ComplexQuotient(Py_complex a, Py_complex b, Py_complex* out);
+bool ComplexAbs(Py_complex z, double* out);
 bool UnboxBool(PyObject* obj, int64_t* out);
 
 }  // namespace ppy

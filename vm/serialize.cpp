@@ -252,7 +252,7 @@ bool ReadFunctionTable(std::string_view payload, ModuleCode* module, std::vector
     fn->num_posonly = static_cast<int>(r.Count(kMaxRegisters));
     fn->num_kwonly = static_cast<int>(r.Count(kMaxRegisters));
     uint8_t result = r.U8();
-    if (result > static_cast<uint8_t>(ValueType::kBuffer)) return false;
+    if (result > static_cast<uint8_t>(kLastValueType)) return false;
     fn->result = static_cast<ValueType>(result);
     size_t num_params = r.Count(kMaxRegisters);
     for (size_t i = 0; i < num_params && r.ok(); ++i) {
@@ -262,7 +262,7 @@ bool ReadFunctionTable(std::string_view payload, ModuleCode* module, std::vector
       uint8_t type = r.U8();
       uint8_t elem = r.U8();
       uint8_t writes = r.U8();
-      if (type > static_cast<uint8_t>(ValueType::kBuffer) || writes > 1) return false;
+      if (type > static_cast<uint8_t>(kLastValueType) || writes > 1) return false;
       if (!ReadElemByte(elem, &param.elem, &param.ndim)) return false;
       param.type = static_cast<ValueType>(type);
       param.writes = writes == 1;

@@ -55,7 +55,7 @@ class Verifier {
     if (fn_.num_posonly < 0 || fn_.num_kwonly < 0 || fn_.num_posonly + fn_.num_kwonly > fn_.num_params()) {
       return Fail("bad parameter counts");
     }
-    if (static_cast<int>(fn_.result) > static_cast<int>(ValueType::kBuffer) || fn_.result == ValueType::kBuffer) {
+    if (static_cast<int>(fn_.result) > static_cast<int>(kLastValueType) || fn_.result == ValueType::kBuffer) {
       return Fail("bad result type");
     }
     for (int i = 0; i < fn_.num_params(); ++i) {
@@ -160,6 +160,8 @@ class Verifier {
       case Mode::kuI: return CheckRegister(value, Kind::kInt, true);
       case Mode::krF: return CheckRegister(value, Kind::kFloat, false);
       case Mode::kwF: return CheckRegister(value, Kind::kFloat, true);
+      case Mode::krC: return CheckSpan(value, 2, Kind::kFloat, false);
+      case Mode::kwC: return CheckSpan(value, 2, Kind::kFloat, true);
       case Mode::krO: return CheckRegister(value, Kind::kObject, false);
       case Mode::kwO: return CheckRegister(value, Kind::kObject, true);
       case Mode::krU:

@@ -699,7 +699,9 @@ bool RegisterFor(Mode mode, RegisterType* type) {
     case Mode::kwI:
     case Mode::kuI: *type = {Kind::kInt}; return true;
     case Mode::krF:
-    case Mode::kwF: *type = {Kind::kFloat}; return true;
+    case Mode::kwF:
+    case Mode::krC:
+    case Mode::kwC: *type = {Kind::kFloat}; return true;
     case Mode::krU:
     case Mode::kwU:
     case Mode::krUd: *type = {Kind::kBuffer, ElemType::kF64}; return true;
@@ -746,6 +748,8 @@ std::unique_ptr<ModuleCode> OneInstruction(Op op, int math) {
       if (!RegisterFor(modes[field], &type)) continue;
       *fields[field] = static_cast<uint8_t>(fn->registers.size());
       fn->registers.push_back(type);
+      // A complex operand names a pair of float registers.
+      if (modes[field] == Mode::krC || modes[field] == Mode::kwC) fn->registers.push_back(type);
     }
     RegisterType type;
     if (RegisterFor(info.d, &type)) {

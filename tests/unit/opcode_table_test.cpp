@@ -12,7 +12,7 @@ namespace {
 
 bool IsRegisterMode(Mode mode) {
   switch (mode) {
-    case Mode::krI: case Mode::kwI: case Mode::kuI: case Mode::krF: case Mode::kwF: case Mode::krO:
+    case Mode::krI: case Mode::kwI: case Mode::kuI: case Mode::krF: case Mode::kwF: case Mode::krC: case Mode::kwC: case Mode::krO:
     case Mode::kwO: case Mode::krU: case Mode::kwU: case Mode::krUd: case Mode::krUq: case Mode::krUf:
     case Mode::krUi: case Mode::krX: case Mode::kwX: case Mode::ksO: case Mode::ktO: case Mode::kcO:
       return true;

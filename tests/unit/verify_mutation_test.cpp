@@ -125,6 +125,7 @@ class Arguments {
         case ValueType::kBuffer: value.u = Buffer(param.elem); break;
         case ValueType::kNone:
         case ValueType::kObject: value.o = Own(Eval("[1, 2, 3]")); break;
+        case ValueType::kComplex: value.o = Own(Eval("1.5-2j")); break;
       }
       values_.push_back(value);
     }

@@ -157,6 +157,8 @@ uint8_t ValidOperand(Mode mode, char field) {
     case Mode::kuI: return field == 'A' ? 0 : field == 'B' ? 1 : 9;
     case Mode::krF:
     case Mode::kwF: return field == 'B' ? 3 : 2;
+    case Mode::krC:
+    case Mode::kwC: return 2;  // the pair 2, 3
     case Mode::krO:
     case Mode::kwO: return field == 'A' ? 4 : field == 'B' ? 5 : 6;
     case Mode::ksO:
