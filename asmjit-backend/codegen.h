@@ -910,23 +910,33 @@ class CodeGen {
     for (const auto& emit : cold_) emit();
     for (const auto& [pc, label] : exits_) {
       b_.Bind(label);
-      Int regs = FromSlot(regs_slot_);
-      RegisterSet store = live_in_[pc] & written_;
-      for (int reg = 0; reg < fn_.num_registers(); ++reg) {
-        if (!store[reg]) continue;
-        int32_t slot = static_cast<int32_t>(reg * sizeof(Value));
-        switch (KindOf(reg)) {
-          case Kind::kInt:
-          case Kind::kBuffer: b_.StoreInt(ints_[reg], regs, slot); break;
-          case Kind::kFloat: b_.StoreFloat(floats_[reg], regs, slot); break;
-          case Kind::kObject: break;
-        }
-      }
+      StoreLiveRegisters(pc);
       b_.ReturnImm(pc);
     }
     for (const auto& [pc, label] : error_exits_) {
       b_.Bind(label);
+      // A typed call's error may be a grown int its caller keeps (see
+      // RaiseGrownInt): the interpreter then goes on from the next
+      // instruction, with the frame's registers as they are here.
+      if (fn_.code[pc].op == Op::CALL_FN) StoreLiveRegisters(pc);
       b_.ReturnImm(JitErrorAt(pc));
+    }
+  }
+
+  // Stores the registers live at `pc` that machine code has written into the
+  // frame, which is what the interpreter reads when it resumes there.
+  void StoreLiveRegisters(int pc) {
+    Int regs = FromSlot(regs_slot_);
+    RegisterSet store = live_in_[pc] & written_;
+    for (int reg = 0; reg < fn_.num_registers(); ++reg) {
+      if (!store[reg]) continue;
+      int32_t slot = static_cast<int32_t>(reg * sizeof(Value));
+      switch (KindOf(reg)) {
+        case Kind::kInt:
+        case Kind::kBuffer: b_.StoreInt(ints_[reg], regs, slot); break;
+        case Kind::kFloat: b_.StoreFloat(floats_[reg], regs, slot); break;
+        case Kind::kObject: break;
+      }
     }
   }
 

@@ -130,6 +130,9 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
     }
     if (CallTyped(fn, values, &result)) return BoxValue(fn.result, result);
   }
+  // It returned an int that outgrew 64 bits after an effect (RaiseGrownInt):
+  // that int is the result.
+  if (PyObject* grown = TakeGrownInt()) return grown;
   // The call deoptimized (an int outgrew 64 bits before anything was
   // stored or called: see RaiseDeoptimize): its buffers are released, and
   // the function's Python code runs from the start, as CPython would have.

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -391,7 +392,14 @@ bool CallRebound(PyObject* target, const FunctionCode& callee, const Value* args
   for (PyObject* box : boxed) Py_XDECREF(box);
   if (returned == nullptr) return false;
   switch (callee.result) {
-    case ValueType::kInt: ok = UnboxInt(returned, &result->i); break;
+    case ValueType::kInt:
+      ok = UnboxInt(returned, &result->i);
+      // Python's int outgrew 64 bits: the caller's frame keeps it if it can.
+      if (!ok && PyLong_CheckExact(returned) && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        RaiseGrownInt(callee, 0, (callee.name + "()").c_str(), returned);
+      }
+      break;
     case ValueType::kFloat: ok = UnboxFloat(returned, &result->f); break;
     case ValueType::kBool: ok = UnboxBool(returned, &result->i); break;
     default: result->o = returned; return true;  // owned
@@ -407,8 +415,8 @@ namespace {
 // A typed call whose callee deoptimized (RaiseDeoptimize): the callee's
 // Python code runs with the arguments boxed, and its result is unboxed for
 // the caller. A result the caller's int cannot hold raises Deoptimize again,
-// for the caller's frame to decide (its error path turns it into
-// OverflowError if that frame cannot be abandoned).
+// carrying it (RaiseGrownInt), for the caller's frame to decide: it keeps it,
+// deoptimizes in turn, or raises OverflowError for an annotated int.
 bool CallDeoptimized(const FunctionCode& callee, const Value* args, Value* result) {
   PyObject* deopt = TakeRaisedException();
   PyObject* current = nullptr;
@@ -431,12 +439,7 @@ bool CallDeoptimized(const FunctionCode& callee, const Value* args, Value* resul
   const uint64_t effects = g_effects;
   const bool ok = CallRebound(target, callee, args, result);
   if (!callee.may_have_effects) g_effects = effects;
-  if (ok) return true;
-  if (KindOf(callee.result) == Kind::kInt && PyErr_ExceptionMatches(PyExc_OverflowError)) {
-    PyErr_Clear();
-    RaiseDeoptimize(callee, 0, (callee.name + "()").c_str());
-  }
-  return false;
+  return ok;  // a result beyond 64 bits is a grown int (CallRebound)
 }
 
 // The typed call itself: the callee's code if the module's name still holds
@@ -468,7 +471,8 @@ bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value
 
 bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* result) {
   if (CallModuleFunctionOnce(callee, args, result)) return true;
-  return DeoptimizePending() ? CallDeoptimized(callee, args, result) : false;
+  // A grown int the callee returned is its caller's to keep (see RaiseGrownInt).
+  return DeoptimizePending() && !GrownIntPending() ? CallDeoptimized(callee, args, result) : false;
 }
 
 namespace {
@@ -583,6 +587,386 @@ class LocalBorrows {
 
 }  // namespace
 
+// ---- Grown ints ----------------------------------------------------------------------
+// An unannotated int that outgrows 64 bits after the frame has had an effect
+// (so it cannot rerun as Python: see RaiseDeoptimize) becomes a Python int in
+// place: the frame keeps it beside the register, and every instruction that
+// reads the register reads the Python int, with CPython's semantics, until
+// the register is written with an int that fits again. Machine code never
+// runs while one is held.
+
+// Whether an operand mode names int registers (spans included: a typed
+// call's arguments and result may be ints).
+constexpr bool NamesIntRegisters(Mode a, Mode b, Mode c, Mode d) {
+  for (Mode mode : {a, b, c, d}) {
+    if (mode == Mode::krI || mode == Mode::kwI || mode == Mode::kuI || mode == Mode::krX || mode == Mode::kwX) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The Python ints a frame's int registers hold beyond 64 bits (owned; null
+// where the register's own int64 is its value).
+struct GrownInts {
+  explicit GrownInts(int num_registers) : num_registers(num_registers) {}
+  ~GrownInts() {
+    if (values == nullptr) return;
+    for (int reg = 0; reg < num_registers; ++reg) Py_XDECREF(values[reg]);
+    std::free(values);
+  }
+  GrownInts(const GrownInts&) = delete;
+  GrownInts& operator=(const GrownInts&) = delete;
+
+  // Holds `value` (owned, a Python int) in `reg`.
+  void Set(int reg, PyObject* value) {
+    if (values == nullptr) values = static_cast<PyObject**>(std::calloc(num_registers, sizeof(PyObject*)));
+    if (values[reg] == nullptr) ++count;
+    Py_XSETREF(values[reg], value);
+  }
+  // `reg` holds its own int64 again.
+  void Forget(int reg) {
+    if (values == nullptr || values[reg] == nullptr) return;
+    Py_CLEAR(values[reg]);
+    --count;
+  }
+  PyObject* At(int reg) const { return values != nullptr ? values[reg] : nullptr; }
+
+  // Whether `in` reads an int register that holds a grown int.
+  bool ReadBy(const FunctionCode& fn, const Instr& in) const {
+    bool reads = false;
+    ForEachRegister(in, [&](int64_t reg, bool read, bool) {
+      if (read && fn.registers[reg].kind == Kind::kInt && At(static_cast<int>(reg)) != nullptr) reads = true;
+    });
+    return reads;
+  }
+  // Forgets the grown ints of the int registers `in` writes.
+  void ForgetWrittenBy(const FunctionCode& fn, const Instr& in) {
+    ForEachRegister(in, [&](int64_t reg, bool, bool written) {
+      if (written && fn.registers[reg].kind == Kind::kInt) Forget(static_cast<int>(reg));
+    });
+  }
+
+  int num_registers;
+  int count = 0;
+  PyObject** values = nullptr;
+};
+
+// x ** y through the number protocol (PyNumber_Power's two-operand form).
+PyObject* IntPower(PyObject* x, PyObject* y) { return PyNumber_Power(x, y); }
+
+// Int register `reg` as a Python int (a new reference).
+PyObject* IntObject(const Value* regs, const GrownInts& grown, int reg) {
+  PyObject* value = grown.At(reg);
+  return value != nullptr ? Py_NewRef(value) : PyLong_FromLongLong(regs[reg].i);
+}
+
+// Writes the Python int `value` (owned; null for an error already raised)
+// into int register `reg`: its int64 if it fits, else the grown int, or
+// OverflowError for an annotated register.
+bool SetIntObject(const FunctionCode& fn, Value* regs, GrownInts& grown, int reg, PyObject* value, int pc,
+                  const char* what) {
+  if (value == nullptr) return false;
+  int overflow = 0;
+  const long long fits = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (fits == -1 && PyErr_Occurred()) {
+    Py_DECREF(value);
+    return false;
+  }
+  if (overflow == 0) {
+    Py_DECREF(value);
+    grown.Forget(reg);
+    regs[reg].i = fits;
+    return true;
+  }
+  if (fn.registers[reg].annotated) {
+    Py_DECREF(value);
+    return RaiseIntOverflow(fn, pc, what);
+  }
+  grown.Set(reg, value);
+  return true;
+}
+
+// A bool (or an int that fits) into int register `reg`.
+void SetInt(Value* regs, GrownInts& grown, int reg, int64_t value) {
+  grown.Forget(reg);
+  regs[reg].i = value;
+}
+
+// A typed call with a grown int among its arguments: the function the
+// callee's name holds is called with every argument boxed (its Python-facing
+// entry runs a call whose ints do not fit as Python, as CPython would), and
+// the result is unboxed for R[A], a grown int if it is one.
+bool CallWithGrownInts(const FunctionCode& fn, Value* regs, GrownInts& grown, const Instr& in, int pc) {
+  const FunctionCode& callee = *fn.module->functions[in.d];
+  PyObject* function = nullptr;
+  if (callee.module->defs_bind_names) {
+    if (callee.runtime->name_object == nullptr) {
+      callee.runtime->name_object = PyUnicode_InternFromString(callee.name.c_str());
+      if (callee.runtime->name_object == nullptr) return false;
+    }
+    function = LookupGlobal(callee, callee.runtime->name_object);  // borrowed
+  }
+  if (function == nullptr) {
+    if (!PyErr_Occurred()) RaiseIntOverflow(fn, pc, "an argument");  // no Python code to run (the unit tests)
+    return false;
+  }
+  const int count = in.c;
+  std::vector<PyObject*> boxed(count, nullptr);
+  bool ok = true;
+  for (int i = 0; i < count && ok; ++i) {
+    const int reg = in.b + i;
+    const ValueType type = callee.params[i].type;
+    if (fn.registers[reg].kind == Kind::kInt) boxed[i] = IntObject(regs, grown, reg);
+    else if (type == ValueType::kBuffer) boxed[i] = Py_NewRef(regs[reg].u->owner);
+    else if (KindOf(type) == Kind::kObject) boxed[i] = Py_NewRef(regs[reg].o);
+    else boxed[i] = BoxValue(type, regs[reg]);
+    if (type == ValueType::kBool && fn.registers[reg].kind == Kind::kInt && boxed[i] != nullptr) {
+      Py_SETREF(boxed[i], Py_NewRef(regs[reg].i ? Py_True : Py_False));  // a bool, not the int 1
+    }
+    ok = boxed[i] != nullptr;
+  }
+  ++g_effects;  // Python code, which may do anything
+  PyObject* returned = ok ? PyObject_Vectorcall(function, boxed.data(), count, nullptr) : nullptr;
+  for (PyObject* box : boxed) Py_XDECREF(box);
+  if (returned == nullptr) return false;
+  switch (callee.result) {
+    case ValueType::kInt:
+      if (!PyLong_CheckExact(returned)) break;
+      return SetIntObject(fn, regs, grown, in.a, returned, pc, "the call");
+    case ValueType::kFloat:
+      ok = UnboxFloat(returned, &regs[in.a].f);
+      Py_DECREF(returned);
+      return ok;
+    case ValueType::kBool: {
+      int64_t value;
+      ok = UnboxBool(returned, &value);
+      Py_DECREF(returned);
+      if (ok) SetInt(regs, grown, in.a, value);
+      return ok;
+    }
+    default:
+      Py_XSETREF(regs[in.a].o, returned);
+      return true;
+  }
+  int64_t value;  // an int result that is not an exact int: UnboxInt's TypeError
+  ok = UnboxInt(returned, &value);
+  Py_DECREF(returned);
+  if (ok) SetInt(regs, grown, in.a, value);
+  return ok;
+}
+
+// Runs `in`, an instruction that makes or reads a grown int, on Python ints,
+// with CPython's semantics: arithmetic through the number protocol, exact
+// comparisons (a float with an int too), truth, boxing, float(). Sets
+// *target to the pc a taken jump goes to. An int that must fit 64 bits (an
+// index, a typed call's argument, a range's start or step) raises what
+// CPython raises for such an index, or OverflowError.
+bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const Instr& in, int pc, int64_t* target) {
+  // What an OverflowError names: the operator whose result an annotated int
+  // cannot hold.
+  const char* what = "this operation";
+  switch (in.op) {
+    case Op::ADD_I: what = "+"; break;
+    case Op::SUB_I: what = "-"; break;
+    case Op::MUL_I: what = "*"; break;
+    case Op::FLOORDIV_I: what = "//"; break;
+    case Op::MOD_I: what = "%"; break;
+    case Op::POW_I: what = "**"; break;
+    case Op::SHL_I: what = "<<"; break;
+    case Op::NEG_I: what = "unary -"; break;
+    case Op::ABS_I: what = "abs()"; break;
+    case Op::MOVE_I: what = "="; break;
+    default: break;
+  }
+  auto object = [&](int reg) { return IntObject(regs, grown, reg); };
+  // A binary number-protocol operation of two int registers.
+  auto binary = [&](PyObject* (*op)(PyObject*, PyObject*)) {
+    PyObject* x = object(in.b);
+    PyObject* y = x ? object(in.c) : nullptr;
+    PyObject* value = y ? op(x, y) : nullptr;
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return SetIntObject(fn, regs, grown, in.a, value, pc, what);
+  };
+  auto unary = [&](PyObject* (*op)(PyObject*)) {
+    PyObject* x = object(in.b);
+    PyObject* value = x ? op(x) : nullptr;
+    Py_XDECREF(x);
+    return SetIntObject(fn, regs, grown, in.a, value, pc, what);
+  };
+  // x <cmp> y for two Python objects (new references, stolen): 1, 0, or -1.
+  auto compare = [](PyObject* x, PyObject* y, int op) {
+    int result = x && y ? PyObject_RichCompareBool(x, y, op) : -1;
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return result;
+  };
+  auto float_object = [&](int reg) { return PyFloat_FromDouble(regs[reg].f); };
+  auto truth = [&](int reg) {
+    PyObject* x = object(reg);
+    int result = x ? PyObject_IsTrue(x) : -1;
+    Py_XDECREF(x);
+    return result;
+  };
+  auto jump_if = [&](int condition) {
+    if (condition < 0) return false;
+    if (condition) *target = in.d;
+    return true;
+  };
+  switch (in.op) {
+    case Op::MOVE_I: return SetIntObject(fn, regs, grown, in.a, object(in.b), pc, what);
+    case Op::I2F: {
+      PyObject* x = object(in.b);
+      double value = x ? PyLong_AsDouble(x) : -1.0;  // OverflowError "int too large to convert to float"
+      Py_XDECREF(x);
+      if (value == -1.0 && PyErr_Occurred()) return false;
+      regs[in.a].f = value;
+      return true;
+    }
+    case Op::F2I: return SetIntObject(fn, regs, grown, in.a, PyLong_FromDouble(regs[in.b].f), pc, "int()");
+    case Op::MATH_FI:
+      return SetIntObject(fn, regs, grown, in.a, PyLong_FromDouble(kMathInfo[in.d].fast1(regs[in.b].f)), pc, "int()");
+    case Op::UNBOX_I: return SetIntObject(fn, regs, grown, in.a, PyNumber_Index(regs[in.b].o), pc, "int()");
+    case Op::TRUTH_I:
+    case Op::NOT: {
+      int value = truth(in.b);
+      if (value < 0) return false;
+      SetInt(regs, grown, in.a, in.op == Op::NOT ? !value : value);
+      return true;
+    }
+    case Op::BOX_I: {
+      PyObject* value = object(in.b);
+      if (value == nullptr) return false;
+      Py_XSETREF(regs[in.a].o, value);
+      return true;
+    }
+    case Op::JT: return jump_if(truth(in.a));
+    case Op::JF: {
+      int value = truth(in.a);
+      return jump_if(value < 0 ? -1 : !value);
+    }
+    case Op::ADD_I: return binary(PyNumber_Add);
+    case Op::SUB_I: return binary(PyNumber_Subtract);
+    case Op::MUL_I: return binary(PyNumber_Multiply);
+    case Op::FLOORDIV_I: return binary(PyNumber_FloorDivide);
+    case Op::MOD_I: return binary(PyNumber_Remainder);
+    case Op::AND_I: return binary(PyNumber_And);
+    case Op::OR_I: return binary(PyNumber_Or);
+    case Op::XOR_I: return binary(PyNumber_Xor);
+    case Op::SHL_I: return binary(PyNumber_Lshift);
+    case Op::SHR_I: return binary(PyNumber_Rshift);
+    case Op::POW_I: {
+      // A negative exponent is the typed instruction's own error.
+      PyObject* exponent = object(in.c);
+      if (exponent == nullptr) return false;
+      const bool negative = _PyLong_Sign(exponent) < 0;
+      Py_DECREF(exponent);
+      if (negative) return RaiseNegativePower(1);
+      return binary(IntPower);
+    }
+    case Op::TRUEDIV_I: {
+      PyObject* x = object(in.b);
+      PyObject* y = x ? object(in.c) : nullptr;
+      PyObject* value = y ? PyNumber_TrueDivide(x, y) : nullptr;
+      Py_XDECREF(x);
+      Py_XDECREF(y);
+      if (value == nullptr) return false;
+      regs[in.a].f = PyFloat_AsDouble(value);
+      Py_DECREF(value);
+      return true;
+    }
+    case Op::MIN_I:
+    case Op::MAX_I: {
+      // R[C] if R[C] < R[B] (>, for max) else R[B]: the first of equals.
+      int smaller = compare(object(in.c), object(in.b), in.op == Op::MIN_I ? Py_LT : Py_GT);
+      if (smaller < 0) return false;
+      return SetIntObject(fn, regs, grown, in.a, object(smaller ? in.c : in.b), pc, what);
+    }
+    case Op::NEG_I: return unary(PyNumber_Negative);
+    case Op::INVERT_I: return unary(PyNumber_Invert);
+    case Op::ABS_I: return unary(PyNumber_Absolute);
+    case Op::LT_I:
+    case Op::LE_I:
+    case Op::EQ_I:
+    case Op::NE_I: {
+      static const int kOps[] = {Py_LT, Py_LE, Py_EQ, Py_NE};
+      int value = compare(object(in.b), object(in.c), kOps[static_cast<int>(in.op) - static_cast<int>(Op::LT_I)]);
+      if (value < 0) return false;
+      SetInt(regs, grown, in.a, value);
+      return true;
+    }
+    case Op::LT_FI:
+    case Op::LE_FI:
+    case Op::GT_FI:
+    case Op::GE_FI:
+    case Op::EQ_FI:
+    case Op::NE_FI: {
+      static const int kOps[] = {Py_LT, Py_LE, Py_GT, Py_GE, Py_EQ, Py_NE};
+      int value = compare(float_object(in.b), object(in.c), kOps[static_cast<int>(in.op) - static_cast<int>(Op::LT_FI)]);
+      if (value < 0) return false;
+      SetInt(regs, grown, in.a, value);
+      return true;
+    }
+    case Op::JLT_I:
+    case Op::JLE_I:
+    case Op::JEQ_I:
+    case Op::JNE_I: {
+      static const int kOps[] = {Py_LT, Py_LE, Py_EQ, Py_NE};
+      return jump_if(compare(object(in.a), object(in.b), kOps[static_cast<int>(in.op) - static_cast<int>(Op::JLT_I)]));
+    }
+    case Op::JLT_FI:
+    case Op::JLE_FI:
+    case Op::JGT_FI:
+    case Op::JGE_FI:
+    case Op::JNLT_FI:
+    case Op::JNLE_FI:
+    case Op::JNGT_FI:
+    case Op::JNGE_FI: {
+      static const int kOps[] = {Py_LT, Py_LE, Py_GT, Py_GE, Py_LT, Py_LE, Py_GT, Py_GE};
+      const int index = static_cast<int>(in.op) - static_cast<int>(Op::JLT_FI);
+      int value = compare(float_object(in.a), object(in.b), kOps[index]);
+      if (value < 0) return false;
+      return jump_if(index >= 4 ? !value : value);
+    }
+    case Op::FORPREP:
+    case Op::FORLOOP:
+    case Op::FORLOOP_INC: {
+      // Only a grown stop can be met (a counter starts from a range's start,
+      // which is an index-sized int): no 64-bit counter reaches it, nor falls
+      // below a negative one, so it stands for the farthest int64.
+      if (grown.At(in.a) != nullptr || (in.op == Op::FORLOOP && grown.At(in.c) != nullptr) ||
+          (in.op == Op::FORPREP && grown.At(in.c) != nullptr)) {
+        return RaiseIntOverflow(fn, pc, "range()");
+      }
+      PyObject* stop_object = grown.At(in.b);
+      const int64_t stop = stop_object == nullptr ? regs[in.b].i : _PyLong_Sign(stop_object) > 0 ? INT64_MAX : INT64_MIN;
+      const int64_t step = in.op == Op::FORLOOP_INC ? 1 : regs[in.c].i;
+      int64_t& counter = regs[in.a].i;
+      if (in.op == Op::FORPREP) {
+        if (step == 0) return RaiseValueError("range() arg 3 must not be zero");
+        if (step > 0 ? counter >= stop : counter <= stop) *target = in.d;
+        return true;
+      }
+      int64_t next;
+      if (!__builtin_add_overflow(counter, step, &next) && (step > 0 ? next < stop : next > stop)) {
+        counter = next;
+        *target = in.d;
+      }
+      return true;
+    }
+    case Op::CALL_FN: return CallWithGrownInts(fn, regs, grown, in, pc);
+    default:
+      // An index or an element: ints that must fit 64 bits, where CPython
+      // raises for one this large.
+      if (!HasFlag(in.op, kFlagStore)) {
+        PyErr_SetString(PyExc_IndexError, "cannot fit 'int' into an index-sized integer");
+        return false;
+      }
+      return RaiseIntOverflow(fn, pc, what);
+  }
+}
+
 bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
   const int num_registers = fn.num_registers();
   const int num_params = fn.num_params();
@@ -620,13 +1004,24 @@ bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
 #include "vm/opcodes.def"
 #undef PPY_OPCODE
   };
+  // While an int register holds a grown int: every instruction that names an
+  // int register goes through grown_int_instruction first.
+  static void* const kGrownDispatch[kOpCount] = {
+#define PPY_OPCODE(name, a, b, c, d, flags, meaning)                                                     \
+  NamesIntRegisters(opinfo_detail::a, opinfo_detail::b, opinfo_detail::c, opinfo_detail::d) ? &&grown_int_instruction \
+                                                                                            : &&L_##name,
+#include "vm/opcodes.def"
+#undef PPY_OPCODE
+  };
+  void* const* dispatch = kDispatch;
+  GrownInts grown(num_registers);
 
 #define R(x) regs[x]
 #define CASE(name) L_##name : in = *ip;
 #define NEXT            \
   do {                  \
     ++ip;               \
-    goto* kDispatch[static_cast<uint8_t>(ip->op)]; \
+    goto* dispatch[static_cast<uint8_t>(ip->op)]; \
   } while (0)
 // After an instruction that may have run Python code (an object operation, a
 // call, a release that runs __del__): torch tensors the call borrowed may have
@@ -646,18 +1041,25 @@ bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
     NEXT_AFTER_PYTHON;            \
   } while (0)
 #define PURE (g_effects == effects_at_entry)
-  // An int result that does not fit 64 bits: deoptimize if this frame may
-  // (see RaiseDeoptimize), else OverflowError.
-#define INT_OVERFLOW(what)                                                    \
-  do {                                                                        \
-    if (PURE && !fn.registers[in.a].annotated) RaiseDeoptimize(fn, PC, what); \
-    else RaiseIntOverflow(fn, PC, what);                                      \
-    goto error;                                                               \
+  // An int result that does not fit 64 bits: OverflowError in an annotated
+  // int; else the frame deoptimizes if it may (see RaiseDeoptimize), or the
+  // register holds the Python int from here on (grow_int).
+#define INT_OVERFLOW(what)                     \
+  do {                                         \
+    if (fn.registers[in.a].annotated) {        \
+      RaiseIntOverflow(fn, PC, what);          \
+      goto error;                              \
+    }                                          \
+    if (PURE) {                                \
+      RaiseDeoptimize(fn, PC, what);           \
+      goto error;                              \
+    }                                          \
+    goto grow_int;                             \
   } while (0)
 #define JUMP_TO(target)  \
   do {                   \
     ip = code + (target); \
-    goto* kDispatch[static_cast<uint8_t>(ip->op)]; \
+    goto* dispatch[static_cast<uint8_t>(ip->op)]; \
   } while (0)
   // Every kBackEdgesPerCheck back edges: Ctrl-C, and the switch to machine code
   // once the function's loops are hot.
@@ -666,7 +1068,7 @@ bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
     if (--ticks == 0) {                                                  \
       ticks = kBackEdgesPerCheck;                                        \
       if (PyErr_CheckSignals() != 0) goto error;                         \
-      if (g_tiering.mode != JitMode::kOff && views_contiguous && TierUpAtLoop(fn)) { \
+      if (g_tiering.mode != JitMode::kOff && views_contiguous && grown.count == 0 && TierUpAtLoop(fn)) { \
         if (fn.runtime->jit_entry != nullptr && fn.IsJitLoopEntry(target)) {      \
           jit_pc = (target);                                             \
           goto enter_jit;                                                \
@@ -709,7 +1111,40 @@ enter_jit : {
   }
   ip = code + outcome;
   ticks = 1;  // back into machine code at the next back edge
-  goto* kDispatch[static_cast<uint8_t>(ip->op)];
+  goto* dispatch[static_cast<uint8_t>(ip->op)];
+}
+
+  // ---- Grown ints --------------------------------------------------------------------
+  // `in` made an int beyond 64 bits, for an unannotated register, in a frame
+  // that has had effects: the register holds the Python int from here on,
+  // and the instructions that read it run on Python ints (GrownIntStep).
+grow_int : {
+  dispatch = kGrownDispatch;
+  int64_t target = -1;
+  if (!GrownIntStep(fn, regs, grown, in, PC, &target)) goto error;
+  if (grown.count == 0) dispatch = kDispatch;
+  NEXT_AFTER_PYTHON;  // (a release it made may have run Python code)
+}
+  // An instruction that names an int register while some hold grown ints: if
+  // it reads none of them, it runs as usual (an int it writes is an int64
+  // again); else on the Python ints.
+grown_int_instruction : {
+  in = *ip;
+  if (!grown.ReadBy(fn, in)) {
+    grown.ForgetWrittenBy(fn, in);
+    if (grown.count == 0) dispatch = kDispatch;
+    goto* kDispatch[static_cast<uint8_t>(in.op)];
+  }
+  if (in.op == Op::RET_I) {  // the caller keeps it, or Python gets it (RaiseGrownInt)
+    RaiseGrownInt(fn, PC, "return", grown.values[in.a]);
+    goto error;
+  }
+  int64_t target = -1;
+  if (!GrownIntStep(fn, regs, grown, in, PC, &target)) goto error;
+  if (grown.count == 0) dispatch = kDispatch;
+  if (target < 0) NEXT;
+  if (HasFlag(in.op, kFlagLoop)) BACK_EDGE_TO(target);
+  JUMP_TO(target);
 }
 
   // ---- Moves -----------------------------------------------------------------------
@@ -777,7 +1212,14 @@ enter_jit : {
   }
   NEXT_AFTER_PYTHON;
   CASE(UNBOX_I) {
-    if (!UnboxInt(R(in.b).o, &R(in.a).i)) goto error;
+    if (!UnboxInt(R(in.b).o, &R(in.a).i)) {
+      // A Python int beyond 64 bits (int("1" * 30)) stays a Python int.
+      if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        INT_OVERFLOW("int()");
+      }
+      goto error;
+    }
     NEXT_AFTER_NUMBERS(IsPlainNumber(R(in.b).o));
   }
   CASE(UNBOX_F) {
@@ -810,21 +1252,27 @@ enter_jit : {
 
   // ---- Integer arithmetic --------------------------------------------------------------
   CASE(ADD_I) {
-    if (__builtin_add_overflow(R(in.b).i, R(in.c).i, &R(in.a).i)) {
+    int64_t value;  // R[A] is written only when it fits: it may be an operand
+    if (__builtin_add_overflow(R(in.b).i, R(in.c).i, &value)) {
       INT_OVERFLOW("+");
     }
+    R(in.a).i = value;
   }
   NEXT;
   CASE(SUB_I) {
-    if (__builtin_sub_overflow(R(in.b).i, R(in.c).i, &R(in.a).i)) {
+    int64_t value;  // R[A] is written only when it fits: it may be an operand
+    if (__builtin_sub_overflow(R(in.b).i, R(in.c).i, &value)) {
       INT_OVERFLOW("-");
     }
+    R(in.a).i = value;
   }
   NEXT;
   CASE(MUL_I) {
-    if (__builtin_mul_overflow(R(in.b).i, R(in.c).i, &R(in.a).i)) {
+    int64_t value;  // R[A] is written only when it fits: it may be an operand
+    if (__builtin_mul_overflow(R(in.b).i, R(in.c).i, &value)) {
       INT_OVERFLOW("*");
     }
+    R(in.a).i = value;
   }
   NEXT;
   CASE(FLOORDIV_I) {
@@ -854,9 +1302,11 @@ enter_jit : {
       RaiseNegativePower(x);
       goto error;
     }
-    if (!PowInt(x, y, &R(in.a).i)) {
+    int64_t value;
+    if (!PowInt(x, y, &value)) {
       INT_OVERFLOW("**");
     }
+    R(in.a).i = value;
   }
   NEXT;
   CASE(TRUEDIV_I) {
@@ -877,9 +1327,11 @@ enter_jit : {
       RaiseValueError("negative shift count");
       goto error;
     }
-    if (!ShiftLeftInt(R(in.b).i, y, &R(in.a).i)) {
+    int64_t value;
+    if (!ShiftLeftInt(R(in.b).i, y, &value)) {
       INT_OVERFLOW("<<");
     }
+    R(in.a).i = value;
   }
   NEXT;
   CASE(SHR_I) {
@@ -1631,7 +2083,18 @@ build_span : {
   NEXT_AFTER_PYTHON;
 
 error:
-  if (!PURE && DeoptimizePending()) DeoptimizeToOverflow();
+  if (DeoptimizePending()) {
+    if (PURE) {
+      ForgetGrownInt();  // the call reruns as Python from its start
+    } else if (ip->op == Op::CALL_FN && !fn.registers[ip->a].annotated && GrownIntPending()) {
+      // The callee returned a grown int: this frame keeps it.
+      grown.Set(ip->a, TakeGrownInt());
+      dispatch = kGrownDispatch;
+      NEXT_AFTER_PYTHON;
+    } else if (!(ip->op == Op::RET_I && GrownIntPending())) {
+      DeoptimizeToOverflow();  // this frame can neither rerun nor keep it
+    }
+  }
   AddTraceback(fn, PC);
   ok = false;
 

@@ -108,6 +108,66 @@ void DeoptimizeToOverflow() {
   }
 }
 
+bool RaiseGrownInt(const FunctionCode& fn, int pc, const char* what, PyObject* value) {
+  RaiseDeoptimize(fn, pc, what);
+  if (!DeoptimizePending()) return false;
+  PyObject* deopt = TakeRaisedException();
+  if (PyObject_SetAttrString(deopt, "grown", value) < 0) {
+    Py_DECREF(deopt);  // the error of setting it stands
+    return false;
+  }
+  RestoreRaisedException(deopt);
+  return false;
+}
+
+namespace {
+
+// The pending Deoptimize (a new reference) and the grown int it carries (a
+// new reference, or null), with the exception taken out of the thread state.
+PyObject* TakeDeoptimize(PyObject** grown) {
+  *grown = nullptr;
+  if (!DeoptimizePending()) return nullptr;
+  PyObject* deopt = TakeRaisedException();
+  if (deopt != nullptr && PyObject_HasAttrString(deopt, "grown")) *grown = PyObject_GetAttrString(deopt, "grown");
+  PyErr_Clear();
+  return deopt;
+}
+
+}  // namespace
+
+bool GrownIntPending() {
+  PyObject* grown;
+  PyObject* deopt = TakeDeoptimize(&grown);
+  if (deopt == nullptr) return false;
+  const bool pending = grown != nullptr;
+  Py_XDECREF(grown);
+  RestoreRaisedException(deopt);
+  return pending;
+}
+
+PyObject* TakeGrownInt() {
+  PyObject* grown;
+  PyObject* deopt = TakeDeoptimize(&grown);
+  if (deopt == nullptr) return nullptr;
+  if (grown == nullptr) {
+    RestoreRaisedException(deopt);
+    return nullptr;
+  }
+  Py_DECREF(deopt);
+  return grown;
+}
+
+void ForgetGrownInt() {
+  PyObject* grown;
+  PyObject* deopt = TakeDeoptimize(&grown);
+  if (deopt == nullptr) return;
+  if (grown != nullptr) {
+    Py_DECREF(grown);
+    if (PyObject_DelAttrString(deopt, "grown") < 0) PyErr_Clear();
+  }
+  RestoreRaisedException(deopt);
+}
+
 bool RaiseZeroDivision(const char* message) {
   PyErr_SetString(PyExc_ZeroDivisionError, message);
   return false;

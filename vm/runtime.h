@@ -113,6 +113,23 @@ extern uint64_t g_effects;
 bool DeoptimizePending();
 // Replaces a pending Deoptimize by its OverflowError.
 [[gnu::cold]] void DeoptimizeToOverflow();
+
+// ---- Grown ints ------------------------------------------------------------------------
+// After an effect, a frame cannot be abandoned: an unannotated int that
+// outgrows 64 bits there becomes a Python int in place, and the frame goes on
+// with that register holding it (vm/interpreter.cpp, "grown ints"). Such an
+// int returned by a typed function travels to its caller as a Deoptimize
+// that carries the value ("grown"): the caller's frame keeps it in the
+// register the call writes, or the call boundary returns it to Python. A
+// frame that can still be abandoned drops the value and deoptimizes.
+[[gnu::cold]] bool RaiseGrownInt(const FunctionCode& fn, int pc, const char* what, PyObject* value);
+// Whether the pending exception is a Deoptimize carrying a grown int.
+bool GrownIntPending();
+// The grown int a pending Deoptimize carries (a new reference), clearing it;
+// null, with the exception left as it was, if none is pending.
+PyObject* TakeGrownInt();
+// Leaves a pending Deoptimize without its grown int: a plain deoptimization.
+void ForgetGrownInt();
 [[gnu::cold]] bool RaiseZeroDivision(const char* message);
 [[gnu::cold]] bool RaiseValueError(const char* message);
 [[gnu::cold]] bool RaiseIndexError(const BufferView& view, int64_t index, bool store);

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import communicate, spawn
+from conftest import communicate, spawn, trace_counts
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "31_torchrun"
@@ -202,3 +202,49 @@ def test_enumerate_zip_and_reversed_loops_count_in_machine_code(runner, tmp_path
     lines = run.stdout.splitlines()
     assert lines[0] == expected.stdout.splitlines()[0], run.stderr
     assert lines[1] == "jit jit jit", run.stderr
+
+
+MANDELBROT = """
+def escape(c: complex, limit: int) -> int:
+    z = 0j
+    for i in range(limit):
+        z = z * z + c
+        if abs(z) > 2.0:
+            return i
+    return limit
+
+
+def quotient_sum(n: int) -> complex:
+    s = 0j
+    w = complex(0.5, -1.5)
+    for k in range(1, n):
+        s += (w * k + 1) / (k - 2j)
+    return s
+"""
+
+MANDELBROT_CALLS = """
+import ppy
+import kernel
+counts = [kernel.escape(complex(-2.0 + 0.05 * i, -1.0 + 0.1 * j), 60) for i in range(60) for j in range(21)]
+print(sum(counts), kernel.quotient_sum(500))
+print(ppy.tier(kernel.escape), ppy.tier(kernel.quotient_sum))
+"""
+
+
+def test_complex_loops_run_in_machine_code(runner, tmp_path):
+    (tmp_path / "kernel.ppy").write_text(MANDELBROT)
+    # Complex values live in pairs of float registers: no boxing in the loops.
+    listing = runner.ppy("dis", tmp_path / "kernel.ppy")
+    assert listing.returncode == 0, listing.stderr
+    for op in ("MUL_C", "ADD_C", "ABS_C", "DIV_C"):
+        assert op in listing.stdout, listing.stdout
+    assert "BINARY_O" not in listing.stdout and "CALL" not in listing.stdout, listing.stdout
+    run = runner.python("-c", MANDELBROT_CALLS, cwd=tmp_path, PPY_JIT="eager", PPY_TRACE="1")
+    expected = runner.python("-c", MANDELBROT_CALLS.replace("ppy.tier", "str"), cwd=tmp_path, PPY_IMPORT="python")
+    lines = run.stdout.splitlines()
+    assert lines[0] == expected.stdout.splitlines()[0], run.stderr
+    assert lines[1] == "jit jit", run.stderr
+    # Machine code ran: the trace counts its entries.
+    for name in ("kernel.escape", "kernel.quotient_sum"):
+        counts = trace_counts(run.stderr, name)
+        assert counts is not None and counts[1] > 0, (name, run.stderr[-2000:])

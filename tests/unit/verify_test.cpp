@@ -287,6 +287,30 @@ TEST(Verifier, ChecksAxesAndDimensionsOfNdBufferInstructions) {
   EXPECT_EQ(Verify(*module), "verify f: parameter a has a bad number of dimensions");
 }
 
+TEST(Verifier, ChecksBothRegistersOfAComplexPair) {
+  // f(z: complex) -> complex: return z / z, with z unboxed into the pair 1, 2
+  auto module = Function({{"z", ValueType::kComplex, ElemType::kNone, false}}, {kO, kF, kF, kF, kF, kO}, {},
+                         {{Op::UNBOX_C, 1, 0},
+                          {Op::DIV_C, 3, 1, 1},
+                          {Op::BOX_C, 5, 3},
+                          {Op::RET_O, 5}},
+                         ValueType::kComplex);
+  EXPECT_EQ(Verify(*module), "ok");
+  FunctionCode& fn = *module->functions[0];
+  fn.code[1].c = 2;  // the pair 2, 3: floats, so well-formed (if not what f means)
+  EXPECT_EQ(Verify(*module), "ok");
+  fn.code[1].c = 4;  // the pair 4, 5: an object register for the imaginary part
+  EXPECT_EQ(Verify(*module), "verify f: pc 1 (DIV_C): register 5 has the wrong kind");
+  fn.code[1].c = 1;
+  fn.code[2].b = 4;  // the pair 4, 5: its second register an object
+  EXPECT_EQ(Verify(*module), "verify f: pc 2 (BOX_C): register 5 has the wrong kind");
+  fn.code[2].b = 5;  // the pair 5, 6: past the last register
+  EXPECT_NE(Verify(*module), "ok");
+  fn.code[2].b = 3;
+  fn.code[0].a = 0;  // writing the boxed parameter's register as a float
+  EXPECT_EQ(Verify(*module), "verify f: pc 0 (UNBOX_C): register 0 has the wrong kind");
+}
+
 TEST(Verifier, RejectsATypedCallPassingABufferOfAnotherElementType) {
   // g(xs: Buffer[f64]) -> int: return len(xs); f(data: Buffer[u8]) -> int: return g(data)
   auto module = Function({BufferParam("data", ElemType::kU8)}, {Buf(ElemType::kU8), kI}, {},
