@@ -135,7 +135,6 @@ class Lowering {
   int EmitArithmetic(BinOp op, int left, Type left_type, int right, Type right_type, Type result, int target,
                      bool in_place);
   int EmitUnary(const Expr& expr, int target);
-  int EmitComplexCall(const Expr& expr, int target);
   int EmitComplexEquality(CmpOp op, int left, Type left_type, int right, Type right_type, int target);
   int EmitBoolOp(const Expr& expr, int target);
   int EmitCompare(const Expr& expr, int target);
@@ -699,7 +698,7 @@ int Lowering::EmitCall(const Expr& expr, int target) {
       return Coerce(result, Type::Object(), expr.type, DestinationFor(target, expr.type));
     }
     case Resolution::kConjugate: {
-      // (a, -b): a pair of its own, since the target may be z itself.
+      // (a, -b), part by part, so that the target may be z itself.
       int z = ValueOf(*expr.children[0]->children[0]);
       int dest = ComplexResult(target);
       if (dest != z) Emit(Op::MOVE_F, dest, z);

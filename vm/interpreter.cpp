@@ -762,6 +762,12 @@ bool CallWithGrownInts(const FunctionCode& fn, Value* regs, GrownInts& grown, co
 // *target to the pc a taken jump goes to. An int that must fit 64 bits (an
 // index, a typed call's argument, a range's start or step) raises what
 // CPython raises for such an index, or OverflowError.
+// GrownIntStep indexes tables by an instruction's place in its family.
+constexpr int OpIndex(Op op, Op first) { return static_cast<int>(op) - static_cast<int>(first); }
+static_assert(OpIndex(Op::NE_I, Op::LT_I) == 3 && OpIndex(Op::JNE_I, Op::JLT_I) == 3);
+static_assert(OpIndex(Op::GE_FI, Op::LT_FI) == 3 && OpIndex(Op::NE_FI, Op::LT_FI) == 5);
+static_assert(OpIndex(Op::JGE_FI, Op::JLT_FI) == 3 && OpIndex(Op::JNGE_FI, Op::JLT_FI) == 7);
+
 bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const Instr& in, int pc, int64_t* target) {
   // What an OverflowError names: the operator whose result an annotated int
   // cannot hold.
@@ -891,7 +897,7 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
     case Op::EQ_I:
     case Op::NE_I: {
       static const int kOps[] = {Py_LT, Py_LE, Py_EQ, Py_NE};
-      int value = compare(object(in.b), object(in.c), kOps[static_cast<int>(in.op) - static_cast<int>(Op::LT_I)]);
+      int value = compare(object(in.b), object(in.c), kOps[OpIndex(in.op, Op::LT_I)]);
       if (value < 0) return false;
       SetInt(regs, grown, in.a, value);
       return true;
@@ -903,7 +909,7 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
     case Op::EQ_FI:
     case Op::NE_FI: {
       static const int kOps[] = {Py_LT, Py_LE, Py_GT, Py_GE, Py_EQ, Py_NE};
-      int value = compare(float_object(in.b), object(in.c), kOps[static_cast<int>(in.op) - static_cast<int>(Op::LT_FI)]);
+      int value = compare(float_object(in.b), object(in.c), kOps[OpIndex(in.op, Op::LT_FI)]);
       if (value < 0) return false;
       SetInt(regs, grown, in.a, value);
       return true;
@@ -913,7 +919,7 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
     case Op::JEQ_I:
     case Op::JNE_I: {
       static const int kOps[] = {Py_LT, Py_LE, Py_EQ, Py_NE};
-      return jump_if(compare(object(in.a), object(in.b), kOps[static_cast<int>(in.op) - static_cast<int>(Op::JLT_I)]));
+      return jump_if(compare(object(in.a), object(in.b), kOps[OpIndex(in.op, Op::JLT_I)]));
     }
     case Op::JLT_FI:
     case Op::JLE_FI:
@@ -924,7 +930,7 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
     case Op::JNGT_FI:
     case Op::JNGE_FI: {
       static const int kOps[] = {Py_LT, Py_LE, Py_GT, Py_GE, Py_LT, Py_LE, Py_GT, Py_GE};
-      const int index = static_cast<int>(in.op) - static_cast<int>(Op::JLT_FI);
+      const int index = OpIndex(in.op, Op::JLT_FI);
       int value = compare(float_object(in.a), object(in.b), kOps[index]);
       if (value < 0) return false;
       return jump_if(index >= 4 ? !value : value);
@@ -932,9 +938,9 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
     case Op::FORPREP:
     case Op::FORLOOP:
     case Op::FORLOOP_INC: {
-      // Only a grown stop can be met (a counter starts from a range's start,
-      // which is an index-sized int): no 64-bit counter reaches it, nor falls
-      // below a negative one, so it stands for the farthest int64.
+      // A grown stop: no 64-bit counter reaches it (nor falls below a
+      // negative one), so it stands for the farthest int64. A counter or a
+      // step beyond 64 bits (a range from 2**70) is refused.
       if (grown.At(in.a) != nullptr || (in.op == Op::FORLOOP && grown.At(in.c) != nullptr) ||
           (in.op == Op::FORPREP && grown.At(in.c) != nullptr)) {
         return RaiseIntOverflow(fn, pc, "range()");
@@ -1142,7 +1148,7 @@ grown_int_instruction : {
   int64_t target = -1;
   if (!GrownIntStep(fn, regs, grown, in, PC, &target)) goto error;
   if (grown.count == 0) dispatch = kDispatch;
-  if (target < 0) NEXT;
+  if (target < 0) NEXT_AFTER_PYTHON;  // (a call, or a release, may have run Python code)
   if (HasFlag(in.op, kFlagLoop)) BACK_EDGE_TO(target);
   JUMP_TO(target);
 }
