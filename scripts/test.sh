@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh) and runs every test: the GoogleTest suites under
-# ctest, natively and cross-built for AArch64 under qemu, then pytest (hook,
-# cache, CLI, the differential suite in every mode, launches) on every CPython
-# ppy supports that this machine has: 3.11, 3.12 and 3.13, each from a wheel
-# of its own installed into a virtual environment under build/; then the
-# fuzzers for a minute each and the sanitizer build. The run fails if any step
-# fails, and goes on to the next step either way.
+# ctest, natively and cross-built for AArch64 under qemu, the micro benchmarks
+# for a few iterations, then pytest (hook, cache, CLI, the differential suite
+# in every mode, launches) on every CPython ppy supports that this machine
+# has: 3.11, 3.12 and 3.13, each from a wheel of its own installed into a
+# virtual environment under build/; then the fuzzers for a minute each and
+# the sanitizer build. The run fails if any step fails, and goes on to the
+# next step either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -17,6 +18,21 @@ ctest --test-dir "$build_dir" --output-on-failure -j 2
 echo "test: the same unit tests built for AArch64, under qemu-aarch64"
 scripts/cross_aarch64.sh
 ctest --test-dir build/aarch64 --output-on-failure -j 2
+
+summary=()
+status=0
+# The micro benchmarks (benchmarks/micro/), built and run for a few
+# iterations each: a smoke test that every benchmark still compiles its
+# source, runs and reports, not a measurement (scripts/micro_benchmarks.sh
+# without arguments is). Seconds, with the build from ccache.
+echo "test: micro benchmarks, a few iterations each"
+micro_started=$(date +%s)
+if scripts/micro_benchmarks.sh --benchmark_min_time=0.01; then
+  summary+=("micro benchmarks: passed ($(($(date +%s) - micro_started)) s)")
+else
+  summary+=("micro benchmarks: FAILED")
+  status=1
+fi
 
 # The newest installed CPython X.Y: pyenv's, else pythonX.Y on PATH.
 find_python() {
@@ -32,8 +48,6 @@ find_python() {
   if [ -n "$found" ]; then "$found" -c 'import sys; print(sys._base_executable)'; fi
 }
 
-summary=()
-status=0
 for version in 3.11 3.12 3.13; do
   tag="cp${version/./}"
   interpreter=$(find_python "$version")
