@@ -369,6 +369,25 @@ int Lowering::Coerce(int reg, Type from, Type to, int target) {
     }
     return reg;
   }
+  if (to_kind == Kind::kObject && reg >= kConstantBase && (from.is_numeric())) {
+    // A number constant meeting object code is an object constant, boxed once
+    // here rather than by every BOX_* that would run (CPython's constants are
+    // objects too; a number's identity is not part of its value).
+    const ConstantValue& constant = constants_[reg - kConstantBase];
+    double value;
+    std::memcpy(&value, &constant.bits, sizeof value);
+    PyObject* boxed = from.is_bool()    ? Py_NewRef(constant.bits ? Py_True : Py_False)
+                      : from.is_float() ? PyFloat_FromDouble(value)
+                                        : PyLong_FromLongLong(constant.bits);
+    if (boxed != nullptr) {
+      int object = ConstObject(boxed);
+      Py_DECREF(boxed);
+      if (target < 0 || target == object) return object;
+      Emit(Op::MOVE_O, target, object);
+      return target;
+    }
+    PyErr_Clear();  // (out of memory: box at run time instead)
+  }
   int dest = Destination(target, to_kind);
   if (to_kind == Kind::kObject) {
     switch (from.kind) {
@@ -1058,6 +1077,12 @@ int Lowering::EmitUnary(const Expr& expr, int target) {
     Emit(Op::MOVE_I, dest, ConstInt(0));
     Bind(done);
     return dest;
+  }
+  // -1.5 and -7 are constants, as CPython folds them (a literal's negation
+  // cannot overflow: a literal is never below zero).
+  if (expr.un_op == UnOp::kNeg && operand.kind == ExprKind::kFloat) return ConstFloat(-operand.float_value);
+  if (expr.un_op == UnOp::kNeg && operand.kind == ExprKind::kInt && expr.type.is_int()) {
+    return ConstInt(-operand.int_value);
   }
   int value = ValueOf(operand);
   if (expr.type.is_object()) {
@@ -2471,14 +2496,35 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Run() {
 // into, so that calls ask for writable views.
 absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
   const int num_params = static_cast<int>(fn_.def->params.size());
-  const int num_constants = static_cast<int>(constants_.size());
+  auto is_register = [](Mode mode) {
+    return mode != Mode::k__ && mode != Mode::kJ && mode != Mode::kK && mode != Mode::kP && mode != Mode::kN &&
+           mode != Mode::kM && mode != Mode::kY && mode != Mode::kE && mode != Mode::kQ && mode != Mode::kV;
+  };
+  // Only the constants some instruction reads get a register (a literal that
+  // meets only object code is used as its object constant: see Coerce).
+  std::vector<int> constant_slot(constants_.size(), -1);
+  for (const VInstr& in : code_) {
+    const OpInfo& info = InfoOf(in.op);
+    const Mode modes[4] = {info.a, info.b, info.c, info.d};
+    const int64_t values[4] = {in.a, in.b, in.c, in.d};
+    for (int field = 0; field < 4; ++field) {
+      if (is_register(modes[field]) && values[field] >= kConstantBase) constant_slot[values[field] - kConstantBase] = 0;
+    }
+  }
+  std::vector<ConstantValue> constants;
+  for (size_t i = 0; i < constants_.size(); ++i) {
+    if (constant_slot[i] < 0) continue;
+    constant_slot[i] = static_cast<int>(constants.size());
+    constants.push_back(constants_[i]);
+  }
+  const int num_constants = static_cast<int>(constants.size());
   const int total = static_cast<int>(registers_.size()) + num_constants;
   if (total > kMaxRegisters) {
     return absl::ResourceExhaustedError(
         absl::StrCat("needs ", total, " registers; the instruction format addresses ", kMaxRegisters));
   }
   auto layout = [&](int reg) {
-    if (reg >= kConstantBase) return num_params + (reg - kConstantBase);
+    if (reg >= kConstantBase) return num_params + constant_slot[reg - kConstantBase];
     if (reg < num_params) return reg;
     return reg + num_constants;
   };
@@ -2502,8 +2548,8 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
   if (fn->result == ValueType::kBuffer) fn->result = ValueType::kObject;
   fn->registers.resize(total);
   for (int reg = 0; reg < static_cast<int>(registers_.size()); ++reg) fn->registers[layout(reg)] = registers_[reg];
-  for (int i = 0; i < num_constants; ++i) fn->registers[num_params + i] = {constants_[i].kind, ElemType::kNone};
-  fn->constants = constants_;
+  for (int i = 0; i < num_constants; ++i) fn->registers[num_params + i] = {constants[i].kind, ElemType::kNone};
+  fn->constants = std::move(constants);
   fn->objects = std::move(objects_);
   objects_.clear();
 
@@ -2513,10 +2559,6 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
   }
   for (VInstr& in : code_) {
     const OpInfo& info = InfoOf(in.op);
-    auto is_register = [](Mode mode) {
-      return mode != Mode::k__ && mode != Mode::kJ && mode != Mode::kK && mode != Mode::kP && mode != Mode::kN &&
-             mode != Mode::kM && mode != Mode::kY && mode != Mode::kE && mode != Mode::kQ && mode != Mode::kV;
-    };
     if (is_register(info.a)) in.a = layout(in.a);
     if (is_register(info.b)) in.b = layout(in.b);
     if (is_register(info.c)) in.c = layout(in.c);

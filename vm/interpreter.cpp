@@ -137,6 +137,152 @@ PyObject* BinaryObjectOp(int op, PyObject* left, PyObject* right) {
   return nullptr;
 }
 
+// ---- Fast paths of object instructions -------------------------------------------------
+// The commonest operands of object-mode code get CPython's answer without its
+// generic protocol: + - * / of two exact floats, + - * of two exact ints that
+// fit 64 bits, comparisons of two exact floats or ints, and an exact list or
+// tuple indexed by an exact int inside it. Anything else (a subclass, an
+// error, a result beyond 64 bits) returns null without an exception, and the
+// generic path answers, raising what CPython raises.
+
+// `left op right` (BINARY_O's D, in-place forms included: floats and ints are
+// immutable) for two exact floats or two exact ints, or null.
+PyObject* FastBinary(int op, PyObject* left, PyObject* right) {
+  const auto binary = static_cast<BinaryOp>(op >= kBinaryInPlace ? op - kBinaryInPlace : op);
+  if (PyFloat_CheckExact(left) && PyFloat_CheckExact(right)) {
+    const double x = PyFloat_AS_DOUBLE(left), y = PyFloat_AS_DOUBLE(right);
+    switch (binary) {
+      case BinaryOp::ADD: return PyFloat_FromDouble(x + y);
+      case BinaryOp::SUB: return PyFloat_FromDouble(x - y);
+      case BinaryOp::MUL: return PyFloat_FromDouble(x * y);
+      case BinaryOp::TRUEDIV: return y != 0.0 ? PyFloat_FromDouble(x / y) : nullptr;
+      default: return nullptr;
+    }
+  }
+  if (PyLong_CheckExact(left) && PyLong_CheckExact(right)) {
+    int overflow_x = 0, overflow_y = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(left, &overflow_x);
+    const long long y = PyLong_AsLongLongAndOverflow(right, &overflow_y);
+    if (overflow_x != 0 || overflow_y != 0) return nullptr;
+    long long value;
+    switch (binary) {
+      case BinaryOp::ADD:
+        if (__builtin_add_overflow(x, y, &value)) return nullptr;
+        break;
+      case BinaryOp::SUB:
+        if (__builtin_sub_overflow(x, y, &value)) return nullptr;
+        break;
+      case BinaryOp::MUL:
+        if (__builtin_mul_overflow(x, y, &value)) return nullptr;
+        break;
+      default: return nullptr;
+    }
+    return PyLong_FromLongLong(value);
+  }
+  return nullptr;
+}
+
+// `left <op> right` (Py_LT..Py_GE) for two exact floats or two exact ints that
+// fit 64 bits, as Py_True or Py_False (new references), or null.
+PyObject* FastCompare(int op, PyObject* left, PyObject* right) {
+  int result;
+  if (PyFloat_CheckExact(left) && PyFloat_CheckExact(right)) {
+    const double x = PyFloat_AS_DOUBLE(left), y = PyFloat_AS_DOUBLE(right);
+    switch (op) {
+      case Py_LT: result = x < y; break;
+      case Py_LE: result = x <= y; break;
+      case Py_EQ: result = x == y; break;
+      case Py_NE: result = x != y; break;
+      case Py_GT: result = x > y; break;
+      case Py_GE: result = x >= y; break;
+      default: return nullptr;
+    }
+  } else if (PyLong_CheckExact(left) && PyLong_CheckExact(right)) {
+    int overflow_x = 0, overflow_y = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(left, &overflow_x);
+    const long long y = PyLong_AsLongLongAndOverflow(right, &overflow_y);
+    if (overflow_x != 0 || overflow_y != 0) return nullptr;
+    switch (op) {
+      case Py_LT: result = x < y; break;
+      case Py_LE: result = x <= y; break;
+      case Py_EQ: result = x == y; break;
+      case Py_NE: result = x != y; break;
+      case Py_GT: result = x > y; break;
+      case Py_GE: result = x >= y; break;
+      default: return nullptr;
+    }
+  } else if ((op == Py_EQ || op == Py_NE) && PyUnicode_CheckExact(left) && PyUnicode_CheckExact(right) &&
+             PyUnicode_READY(left) == 0 && PyUnicode_READY(right) == 0) {
+    // str == str: equal objects (interned literals) are equal strings, and
+    // strings of different lengths or kinds are not (CPython's own shortcuts).
+    if (left == right) {
+      result = 1;
+    } else if (PyUnicode_GET_LENGTH(left) != PyUnicode_GET_LENGTH(right) ||
+               PyUnicode_KIND(left) != PyUnicode_KIND(right)) {
+      result = 0;
+    } else {
+      result = std::memcmp(PyUnicode_DATA(left), PyUnicode_DATA(right),
+                           PyUnicode_GET_LENGTH(left) * PyUnicode_KIND(left)) == 0;
+    }
+    if (op == Py_NE) result = !result;
+  } else {
+    return nullptr;
+  }
+  return Py_NewRef(result ? Py_True : Py_False);
+}
+
+// `receiver.name(args...)` (args[0] is the receiver) when the receiver's
+// type has no instance dict and no attribute hook, so that a method
+// descriptor found on the type is what the lookup returns (as CPython's
+// LOAD_METHOD finds it): the lookup is cached per instruction, keyed by the
+// type's version tag. Anything else is PyObject_VectorcallMethod's.
+PyObject* CallMethodCached(const FunctionCode& fn, int pc, PyObject* name, PyObject* const* args, size_t nargs) {
+  PyTypeObject* type = Py_TYPE(args[0]);
+  if (type->tp_dictoffset == 0 && type->tp_getattro == PyObject_GenericGetAttr &&
+      PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
+    FunctionRuntime& runtime = *fn.runtime;
+    if (runtime.method_cache == nullptr) {
+      runtime.method_cache = std::make_unique<FunctionRuntime::MethodCacheEntry[]>(fn.code.size());
+    }
+    FunctionRuntime::MethodCacheEntry& entry = runtime.method_cache[pc];
+    if (entry.type != type || entry.version_tag != type->tp_version_tag) {
+      PyObject* found = _PyType_Lookup(type, name);  // borrowed; may assign the version tag
+      entry = {};
+      if (found != nullptr && PyType_HasFeature(Py_TYPE(found), Py_TPFLAGS_METHOD_DESCRIPTOR) &&
+          PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
+        entry = {type, type->tp_version_tag, found};
+      }
+    }
+    if (entry.method != nullptr) return PyObject_Vectorcall(entry.method, args, nargs, nullptr);
+  }
+  return PyObject_VectorcallMethod(name, args, nargs, nullptr);
+}
+
+// The position an exact int `index` names in a sequence of `length` items
+// (negative counts from the end), or -1 outside it or for anything else.
+Py_ssize_t FastIndex(PyObject* index, Py_ssize_t length) {
+  if (!PyLong_CheckExact(index)) return -1;
+  int overflow = 0;
+  long long i = PyLong_AsLongLongAndOverflow(index, &overflow);
+  if (overflow != 0) return -1;
+  if (i < 0) i += length;
+  return i >= 0 && i < length ? static_cast<Py_ssize_t>(i) : -1;
+}
+
+// container[index] for an exact list or tuple and an exact int inside it (a
+// new reference), or null.
+PyObject* FastGetItem(PyObject* container, PyObject* index) {
+  if (PyList_CheckExact(container)) {
+    Py_ssize_t i = FastIndex(index, PyList_GET_SIZE(container));
+    return i >= 0 ? Py_NewRef(PyList_GET_ITEM(container, i)) : nullptr;
+  }
+  if (PyTuple_CheckExact(container)) {
+    Py_ssize_t i = FastIndex(index, PyTuple_GET_SIZE(container));
+    return i >= 0 ? Py_NewRef(PyTuple_GET_ITEM(container, i)) : nullptr;
+  }
+  return nullptr;
+}
+
 PyObject* UnaryObject(int op, PyObject* operand) {
   switch (static_cast<UnaryOp>(op)) {
     case UnaryOp::kNegative: return PyNumber_Negative(operand);
@@ -1040,7 +1186,9 @@ bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
   } while (0)
   // After an object instruction whose operands (and the value it replaced)
   // were all plain numbers: no Python code ran, so the frame stays pure and
-  // no torch view can have moved.
+  // no torch view can have moved. A frame that has had an effect skips the
+  // checks (`PURE && ...`): counting one more effect changes nothing then,
+  // for it or its callers, whose effects began before its own.
 #define NEXT_AFTER_NUMBERS(plain) \
   do {                            \
     if (plain) NEXT;              \
@@ -1157,7 +1305,7 @@ grown_int_instruction : {
   CASE(MOVE_I) R(in.a).i = R(in.b).i; NEXT;
   CASE(MOVE_F) R(in.a).f = R(in.b).f; NEXT;
   CASE(MOVE_O) {
-    const bool plain = ReleaseIsPure(R(in.a).o);
+    const bool plain = PURE && ReleaseIsPure(R(in.a).o);
     SetObject(R(in.a), Py_XNewRef(R(in.b).o));
     NEXT_AFTER_NUMBERS(plain);
   }
@@ -1182,30 +1330,30 @@ grown_int_instruction : {
     int truth = PyObject_IsTrue(R(in.b).o);
     if (truth < 0) goto error;
     R(in.a).i = truth;
-    NEXT_AFTER_NUMBERS(IsPlainNumber(R(in.b).o));
+    NEXT_AFTER_NUMBERS(PURE && IsPlainNumber(R(in.b).o));
   }
   CASE(NOT) R(in.a).i = R(in.b).i == 0; NEXT;
   CASE(BOX_I) {
-    const bool plain = ReleaseIsPure(R(in.a).o);
+    const bool plain = PURE && ReleaseIsPure(R(in.a).o);
     PyObject* boxed = PyLong_FromLongLong(R(in.b).i);
     if (boxed == nullptr) goto error;
     SetObject(R(in.a), boxed);
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(BOX_B) {
-    const bool plain = ReleaseIsPure(R(in.a).o);
+    const bool plain = PURE && ReleaseIsPure(R(in.a).o);
     SetObject(R(in.a), Py_NewRef(R(in.b).i ? Py_True : Py_False));
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(BOX_F) {
-    const bool plain = ReleaseIsPure(R(in.a).o);
+    const bool plain = PURE && ReleaseIsPure(R(in.a).o);
     PyObject* boxed = PyFloat_FromDouble(R(in.b).f);
     if (boxed == nullptr) goto error;
     SetObject(R(in.a), boxed);
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(BOX_C) {
-    const bool plain = ReleaseIsPure(R(in.a).o);
+    const bool plain = PURE && ReleaseIsPure(R(in.a).o);
     PyObject* boxed = PyComplex_FromDoubles(R(in.b).f, R(in.b + 1).f);
     if (boxed == nullptr) goto error;
     SetObject(R(in.a), boxed);
@@ -1226,18 +1374,18 @@ grown_int_instruction : {
       }
       goto error;
     }
-    NEXT_AFTER_NUMBERS(IsPlainNumber(R(in.b).o));
+    NEXT_AFTER_NUMBERS(PURE && IsPlainNumber(R(in.b).o));
   }
   CASE(UNBOX_F) {
     if (!UnboxFloat(R(in.b).o, &R(in.a).f)) goto error;
-    NEXT_AFTER_NUMBERS(IsPlainNumber(R(in.b).o));
+    NEXT_AFTER_NUMBERS(PURE && IsPlainNumber(R(in.b).o));
   }
   CASE(UNBOX_C) {
     double real, imag;
     if (!UnboxComplex(R(in.b).o, &real, &imag)) goto error;
     R(in.a).f = real;
     R(in.a + 1).f = imag;
-    NEXT_AFTER_NUMBERS(IsPlainNumber(R(in.b).o));
+    NEXT_AFTER_NUMBERS(PURE && IsPlainNumber(R(in.b).o));
   }
   CASE(UNBOX_INDEX) {
     if (PyBool_Check(R(in.b).o)) {
@@ -1922,7 +2070,7 @@ grown_int_instruction : {
   CASE(LOAD_GLOBAL) {
     // A lookup of a str key runs no Python code; only releasing what R[A]
     // held might.
-    const bool plain = ReleaseIsPure(R(in.a).o);
+    const bool plain = PURE && ReleaseIsPure(R(in.a).o);
     PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
     if (value == nullptr) goto error;
     SetObject(R(in.a), Py_NewRef(value));
@@ -1975,32 +2123,54 @@ grown_int_instruction : {
   }
   NEXT_AFTER_PYTHON;
   CASE(GETITEM) {
+    // Reading a list or tuple item runs no Python code: only the release of
+    // what the register held might.
+    if (PyObject* item = FastGetItem(R(in.b).o, R(in.c).o)) {
+      const bool plain = PURE && ReleaseIsPure(R(in.a).o);
+      SetObject(R(in.a), item);
+      NEXT_AFTER_NUMBERS(plain);
+    }
     PyObject* value = PyObject_GetItem(R(in.b).o, R(in.c).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
   NEXT_AFTER_PYTHON;
   CASE(SETITEM) {
+    PyObject* list = R(in.a).o;
+    if (PyList_CheckExact(list)) {
+      Py_ssize_t i = FastIndex(R(in.b).o, PyList_GET_SIZE(list));
+      if (i >= 0) {
+        PyObject* old = PyList_GET_ITEM(list, i);
+        PyList_SET_ITEM(list, i, Py_NewRef(R(in.c).o));
+        Py_DECREF(old);
+        NEXT_AFTER_PYTHON;  // a store other code sees
+      }
+    }
     if (PyObject_SetItem(R(in.a).o, R(in.b).o, R(in.c).o) < 0) goto error;
   }
   NEXT_AFTER_PYTHON;
   CASE(BINARY_O) {
-    const bool plain = IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && ReleaseIsPure(R(in.a).o);
-    PyObject* value = BinaryObjectOp(in.d, R(in.b).o, R(in.c).o);
-    if (value == nullptr) goto error;
+    const bool plain = PURE && IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && ReleaseIsPure(R(in.a).o);
+    PyObject* value = FastBinary(in.d, R(in.b).o, R(in.c).o);
+    if (value == nullptr) {
+      if (PyErr_Occurred()) goto error;  // (a float could not be allocated)
+      value = BinaryObjectOp(in.d, R(in.b).o, R(in.c).o);
+      if (value == nullptr) goto error;
+    }
     SetObject(R(in.a), value);
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(UNARY_O) {
-    const bool plain = IsPlainNumber(R(in.b).o) && ReleaseIsPure(R(in.a).o);
+    const bool plain = PURE && IsPlainNumber(R(in.b).o) && ReleaseIsPure(R(in.a).o);
     PyObject* value = UnaryObject(in.d, R(in.b).o);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(COMPARE_O) {
-    const bool plain = IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && ReleaseIsPure(R(in.a).o);
-    PyObject* value = PyObject_RichCompare(R(in.b).o, R(in.c).o, in.d);
+    const bool plain = PURE && IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && ReleaseIsPure(R(in.a).o);
+    PyObject* value = FastCompare(in.d, R(in.b).o, R(in.c).o);
+    if (value == nullptr) value = PyObject_RichCompare(R(in.b).o, R(in.c).o, in.d);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
     NEXT_AFTER_NUMBERS(plain);
@@ -2013,7 +2183,7 @@ grown_int_instruction : {
   }
   NEXT_AFTER_PYTHON;
   CASE(CALL_O) {
-    const bool plain = IsPureBuiltinCall(fn, &R(in.b), in.c) && ReleaseIsPure(R(in.a).o);
+    const bool plain = PURE && IsPureBuiltinCall(fn, &R(in.b), in.c) && ReleaseIsPure(R(in.a).o);
     PyObject* value = PyObject_Vectorcall(R(in.b).o, reinterpret_cast<PyObject* const*>(&R(in.b + 1)),
                                           in.c, nullptr);
     if (value == nullptr) goto error;
@@ -2029,8 +2199,7 @@ grown_int_instruction : {
   }
   NEXT_AFTER_PYTHON;
   CASE(CALL_METHOD) {
-    PyObject* value = PyObject_VectorcallMethod(fn.objects[in.d], reinterpret_cast<PyObject* const*>(&R(in.b)),
-                                                in.c, nullptr);
+    PyObject* value = CallMethodCached(fn, PC, fn.objects[in.d], reinterpret_cast<PyObject* const*>(&R(in.b)), in.c);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }

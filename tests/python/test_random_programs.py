@@ -31,6 +31,7 @@ import io
 import math
 import os
 import random
+import signal
 
 import pytest
 
@@ -390,15 +391,26 @@ def _chk(value):
     return value
 
 
+def _too_slow(signum, frame):
+    raise _Big("ran for more than two seconds")
+
+
 def _acceptable(source):
+    """Whether CPython runs the candidate cleanly, within two seconds (a `while`
+    loop whose counter the body keeps resetting would never end)."""
     tree = _Instrument().visit(ast.parse(source))
     ast.fix_missing_locations(tree)
     namespace = {"__name__": "__main__", "_chk": _chk}
+    previous = signal.signal(signal.SIGALRM, _too_slow)
+    signal.setitimer(signal.ITIMER_REAL, 2.0)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compile(tree, "<gen>", "exec"), namespace)
     except Exception:
         return False
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     return True
 
 
