@@ -141,17 +141,18 @@ struct FunctionRuntime {
   // on every iteration stays on the interpreter).
   bool jit_enters_at_start = false;
   std::vector<int32_t> jit_loop_entries;
-  // CALL_METHOD's method cache, one entry per instruction (allocated at the
-  // first call that looks a method up): the receiver's type and its version
-  // tag when the name was found there as a method descriptor. A type whose
-  // dict changes gets a new version tag (tags are never reused), so an entry
-  // whose tag still matches holds a descriptor the type still holds.
-  struct MethodCacheEntry {
+  // What the name of a CALL_METHOD, LOAD_ATTR or STORE_ATTR resolved to on a
+  // type, one entry per instruction (allocated at the first lookup): the type,
+  // its version tag then, and the descriptor found (a method descriptor for
+  // CALL_METHOD, a member descriptor, as `__slots__` make, for the others). A
+  // type whose dict changes gets a new version tag (tags are never reused), so
+  // an entry whose tag still matches holds a descriptor the type still holds.
+  struct TypeCacheEntry {
     PyTypeObject* type = nullptr;
     unsigned int version_tag = 0;
-    PyObject* method = nullptr;  // borrowed from the type's dict
+    PyObject* found = nullptr;  // borrowed from the type's dict
   };
-  std::unique_ptr<MethodCacheEntry[]> method_cache;
+  std::unique_ptr<TypeCacheEntry[]> type_cache;
   // For direct calls (CallModuleFunction): the name as an interned str, and the
   // version of the module's globals when the name last held this function.
   PyObject* name_object = nullptr;

@@ -8,6 +8,8 @@
 
 #include "vm/interpreter.h"
 
+#include <structmember.h>  // PyMember_GetOne, PyMember_SetOne (3.11 declares them here)
+
 #include <alloca.h>
 #include <pthread.h>
 
@@ -182,35 +184,36 @@ PyObject* FastBinary(int op, PyObject* left, PyObject* right) {
   return nullptr;
 }
 
-// `left <op> right` (Py_LT..Py_GE) for two exact floats or two exact ints that
-// fit 64 bits, as Py_True or Py_False (new references), or null.
+// x <op> y (Py_LT..Py_GE) as C compares numbers: 1 or 0, or -1 for an op
+// outside the six.
+template <typename Number>
+int CompareNumbers(int op, Number x, Number y) {
+  switch (op) {
+    case Py_LT: return x < y;
+    case Py_LE: return x <= y;
+    case Py_EQ: return x == y;
+    case Py_NE: return x != y;
+    case Py_GT: return x > y;
+    case Py_GE: return x >= y;
+    default: return -1;
+  }
+}
+
+// `left <op> right` (Py_LT..Py_GE) for two exact floats, two exact ints that
+// fit 64 bits, or two exact strs (== and != only), as Py_True or Py_False
+// (new references), or null.
 PyObject* FastCompare(int op, PyObject* left, PyObject* right) {
   int result;
   if (PyFloat_CheckExact(left) && PyFloat_CheckExact(right)) {
-    const double x = PyFloat_AS_DOUBLE(left), y = PyFloat_AS_DOUBLE(right);
-    switch (op) {
-      case Py_LT: result = x < y; break;
-      case Py_LE: result = x <= y; break;
-      case Py_EQ: result = x == y; break;
-      case Py_NE: result = x != y; break;
-      case Py_GT: result = x > y; break;
-      case Py_GE: result = x >= y; break;
-      default: return nullptr;
-    }
+    result = CompareNumbers(op, PyFloat_AS_DOUBLE(left), PyFloat_AS_DOUBLE(right));
+    if (result < 0) return nullptr;
   } else if (PyLong_CheckExact(left) && PyLong_CheckExact(right)) {
     int overflow_x = 0, overflow_y = 0;
     const long long x = PyLong_AsLongLongAndOverflow(left, &overflow_x);
     const long long y = PyLong_AsLongLongAndOverflow(right, &overflow_y);
     if (overflow_x != 0 || overflow_y != 0) return nullptr;
-    switch (op) {
-      case Py_LT: result = x < y; break;
-      case Py_LE: result = x <= y; break;
-      case Py_EQ: result = x == y; break;
-      case Py_NE: result = x != y; break;
-      case Py_GT: result = x > y; break;
-      case Py_GE: result = x >= y; break;
-      default: return nullptr;
-    }
+    result = CompareNumbers(op, x, y);
+    if (result < 0) return nullptr;
   } else if ((op == Py_EQ || op == Py_NE) && PyUnicode_CheckExact(left) && PyUnicode_CheckExact(right) &&
              PyUnicode_READY(left) == 0 && PyUnicode_READY(right) == 0) {
     // str == str: equal objects (interned literals) are equal strings, and
@@ -231,31 +234,54 @@ PyObject* FastCompare(int op, PyObject* left, PyObject* right) {
   return Py_NewRef(result ? Py_True : Py_False);
 }
 
+// The descriptor `name` resolves to on `type`, cached for the instruction at
+// `pc` by the type's version tag, if `accept` takes it (else null, cached too).
+template <typename Accept>
+PyObject* CachedTypeLookup(const FunctionCode& fn, int pc, PyTypeObject* type, PyObject* name, Accept accept) {
+  if (!PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) return nullptr;
+  FunctionRuntime& runtime = *fn.runtime;
+  if (runtime.type_cache == nullptr) runtime.type_cache = std::make_unique<FunctionRuntime::TypeCacheEntry[]>(fn.code.size());
+  FunctionRuntime::TypeCacheEntry& entry = runtime.type_cache[pc];
+  if (entry.type != type || entry.version_tag != type->tp_version_tag) {
+    PyObject* found = _PyType_Lookup(type, name);  // borrowed; may assign the version tag
+    entry = {};
+    if (found != nullptr && accept(found) && PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
+      entry = {type, type->tp_version_tag, found};
+    }
+  }
+  return entry.found;
+}
+
 // `receiver.name(args...)` (args[0] is the receiver) when the receiver's
 // type has no instance dict and no attribute hook, so that a method
 // descriptor found on the type is what the lookup returns (as CPython's
-// LOAD_METHOD finds it): the lookup is cached per instruction, keyed by the
-// type's version tag. Anything else is PyObject_VectorcallMethod's.
+// LOAD_METHOD finds it). Anything else is PyObject_VectorcallMethod's.
 PyObject* CallMethodCached(const FunctionCode& fn, int pc, PyObject* name, PyObject* const* args, size_t nargs) {
   PyTypeObject* type = Py_TYPE(args[0]);
-  if (type->tp_dictoffset == 0 && type->tp_getattro == PyObject_GenericGetAttr &&
-      PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
-    FunctionRuntime& runtime = *fn.runtime;
-    if (runtime.method_cache == nullptr) {
-      runtime.method_cache = std::make_unique<FunctionRuntime::MethodCacheEntry[]>(fn.code.size());
-    }
-    FunctionRuntime::MethodCacheEntry& entry = runtime.method_cache[pc];
-    if (entry.type != type || entry.version_tag != type->tp_version_tag) {
-      PyObject* found = _PyType_Lookup(type, name);  // borrowed; may assign the version tag
-      entry = {};
-      if (found != nullptr && PyType_HasFeature(Py_TYPE(found), Py_TPFLAGS_METHOD_DESCRIPTOR) &&
-          PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
-        entry = {type, type->tp_version_tag, found};
-      }
-    }
-    if (entry.method != nullptr) return PyObject_Vectorcall(entry.method, args, nargs, nullptr);
+  if (type->tp_dictoffset == 0 && type->tp_getattro == PyObject_GenericGetAttr) {
+    PyObject* method = CachedTypeLookup(fn, pc, type, name, [](PyObject* found) {
+      return PyType_HasFeature(Py_TYPE(found), Py_TPFLAGS_METHOD_DESCRIPTOR);
+    });
+    if (method != nullptr) return PyObject_Vectorcall(method, args, nargs, nullptr);
   }
   return PyObject_VectorcallMethod(name, args, nargs, nullptr);
+}
+
+// The `__slots__` member `name` is on `object`'s type: a data descriptor, so
+// it wins over any instance dict, read and written in place as CPython's
+// member descriptors do. Null for anything else (and for a member with
+// audited reads or restricted writes), for the generic path to answer.
+PyMemberDef* SlotMember(const FunctionCode& fn, int pc, PyObject* object, PyObject* name, bool store) {
+  PyTypeObject* type = Py_TYPE(object);
+  if (store ? type->tp_setattro != PyObject_GenericSetAttr : type->tp_getattro != PyObject_GenericGetAttr) {
+    return nullptr;
+  }
+  PyObject* found = CachedTypeLookup(fn, pc, type, name, [](PyObject* found) {
+    return Py_IS_TYPE(found, &PyMemberDescr_Type);
+  });
+  if (found == nullptr) return nullptr;
+  PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(found)->d_member;
+  return (member->flags & ~(store ? 0 : READONLY)) == 0 ? member : nullptr;
 }
 
 // The position an exact int `index` names in a sequence of `length` items
@@ -2113,13 +2139,18 @@ grown_int_instruction : {
 
   // ---- Object mode ------------------------------------------------------------------------
   CASE(LOAD_ATTR) {
-    PyObject* value = PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
+    PyMemberDef* member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
+    PyObject* value = member != nullptr ? PyMember_GetOne(reinterpret_cast<const char*>(R(in.b).o), member)
+                                        : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
   NEXT_AFTER_PYTHON;
   CASE(STORE_ATTR) {
-    if (PyObject_SetAttr(R(in.a).o, fn.objects[in.d], R(in.b).o) < 0) goto error;
+    PyMemberDef* member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
+    const int stored = member != nullptr ? PyMember_SetOne(reinterpret_cast<char*>(R(in.a).o), member, R(in.b).o)
+                                         : PyObject_SetAttr(R(in.a).o, fn.objects[in.d], R(in.b).o);
+    if (stored < 0) goto error;
   }
   NEXT_AFTER_PYTHON;
   CASE(GETITEM) {
