@@ -245,8 +245,8 @@ PyObject* CachedTypeLookup(const FunctionCode& fn, int pc, PyTypeObject* type, P
   if (entry.type != type || entry.version_tag != type->tp_version_tag) {
     PyObject* found = _PyType_Lookup(type, name);  // borrowed; may assign the version tag
     entry = {};
-    if (found != nullptr && accept(found) && PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
-      entry = {type, type->tp_version_tag, found};
+    if (PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
+      entry = {type, type->tp_version_tag, found != nullptr && accept(found) ? found : nullptr};
     }
   }
   return entry.found;
@@ -546,15 +546,19 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
 
 namespace {
 
-// Calls `target`, which the name of `callee` holds instead of it, with the
-// typed arguments boxed; the result is unboxed to the callee's result type.
-bool CallRebound(PyObject* target, const FunctionCode& callee, const Value* args, Value* result) {
+// Calls `target` with `callee`'s typed arguments `args` boxed (a buffer as
+// its exporting object), except where `objects` (null, or one entry per
+// argument) holds the argument's Python object already; counts the effect of
+// running Python code. Returns the result (a new reference) or null.
+PyObject* CallWithArgumentsBoxed(PyObject* target, const FunctionCode& callee, const Value* args,
+                                 PyObject* const* objects) {
   const size_t count = callee.params.size();
   std::vector<PyObject*> boxed(count, nullptr);
   bool ok = true;
   for (size_t i = 0; i < count && ok; ++i) {
     ValueType type = callee.params[i].type;
-    if (type == ValueType::kBuffer) boxed[i] = Py_NewRef(args[i].u->owner);
+    if (objects != nullptr && objects[i] != nullptr) boxed[i] = Py_NewRef(objects[i]);
+    else if (type == ValueType::kBuffer) boxed[i] = Py_NewRef(args[i].u->owner);
     else if (KindOf(type) == Kind::kObject) boxed[i] = Py_NewRef(args[i].o);
     else boxed[i] = BoxValue(type, args[i]);
     ok = boxed[i] != nullptr;
@@ -562,7 +566,15 @@ bool CallRebound(PyObject* target, const FunctionCode& callee, const Value* args
   ++g_effects;  // Python code, which may do anything
   PyObject* returned = ok ? PyObject_Vectorcall(target, boxed.data(), count, nullptr) : nullptr;
   for (PyObject* box : boxed) Py_XDECREF(box);
+  return returned;
+}
+
+// Calls `target`, which the name of `callee` holds instead of it, with the
+// typed arguments boxed; the result is unboxed to the callee's result type.
+bool CallRebound(PyObject* target, const FunctionCode& callee, const Value* args, Value* result) {
+  PyObject* returned = CallWithArgumentsBoxed(target, callee, args, nullptr);
   if (returned == nullptr) return false;
+  bool ok = true;
   switch (callee.result) {
     case ValueType::kInt:
       ok = UnboxInt(returned, &result->i);
@@ -883,25 +895,10 @@ bool CallWithGrownInts(const FunctionCode& fn, Value* regs, GrownInts& grown, co
     if (!PyErr_Occurred()) RaiseIntOverflow(fn, pc, "an argument");  // no Python code to run (the unit tests)
     return false;
   }
-  const int count = in.c;
-  std::vector<PyObject*> boxed(count, nullptr);
-  bool ok = true;
-  for (int i = 0; i < count && ok; ++i) {
-    const int reg = in.b + i;
-    const ValueType type = callee.params[i].type;
-    if (fn.registers[reg].kind == Kind::kInt) boxed[i] = IntObject(regs, grown, reg);
-    else if (type == ValueType::kBuffer) boxed[i] = Py_NewRef(regs[reg].u->owner);
-    else if (KindOf(type) == Kind::kObject) boxed[i] = Py_NewRef(regs[reg].o);
-    else boxed[i] = BoxValue(type, regs[reg]);
-    if (type == ValueType::kBool && fn.registers[reg].kind == Kind::kInt && boxed[i] != nullptr) {
-      Py_SETREF(boxed[i], Py_NewRef(regs[reg].i ? Py_True : Py_False));  // a bool, not the int 1
-    }
-    ok = boxed[i] != nullptr;
-  }
-  ++g_effects;  // Python code, which may do anything
-  PyObject* returned = ok ? PyObject_Vectorcall(function, boxed.data(), count, nullptr) : nullptr;
-  for (PyObject* box : boxed) Py_XDECREF(box);
+  PyObject* returned = CallWithArgumentsBoxed(function, callee, &regs[in.b],
+                                              grown.values != nullptr ? grown.values + in.b : nullptr);
   if (returned == nullptr) return false;
+  bool ok;
   switch (callee.result) {
     case ValueType::kInt:
       if (!PyLong_CheckExact(returned)) break;
@@ -928,18 +925,18 @@ bool CallWithGrownInts(const FunctionCode& fn, Value* regs, GrownInts& grown, co
   return ok;
 }
 
-// Runs `in`, an instruction that makes or reads a grown int, on Python ints,
-// with CPython's semantics: arithmetic through the number protocol, exact
-// comparisons (a float with an int too), truth, boxing, float(). Sets
-// *target to the pc a taken jump goes to. An int that must fit 64 bits (an
-// index, a typed call's argument, a range's start or step) raises what
-// CPython raises for such an index, or OverflowError.
 // GrownIntStep indexes tables by an instruction's place in its family.
 constexpr int OpIndex(Op op, Op first) { return static_cast<int>(op) - static_cast<int>(first); }
 static_assert(OpIndex(Op::NE_I, Op::LT_I) == 3 && OpIndex(Op::JNE_I, Op::JLT_I) == 3);
 static_assert(OpIndex(Op::GE_FI, Op::LT_FI) == 3 && OpIndex(Op::NE_FI, Op::LT_FI) == 5);
 static_assert(OpIndex(Op::JGE_FI, Op::JLT_FI) == 3 && OpIndex(Op::JNGE_FI, Op::JLT_FI) == 7);
 
+// Runs `in`, an instruction that makes or reads a grown int, on Python ints,
+// with CPython's semantics: arithmetic through the number protocol, exact
+// comparisons (a float with an int too), truth, boxing, float(). Sets
+// *target to the pc a taken jump goes to. An int that must fit 64 bits (an
+// index, a typed call's argument, a range's start or step) raises what
+// CPython raises for such an index, or OverflowError.
 bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const Instr& in, int pc, int64_t* target) {
   // What an OverflowError names: the operator whose result an annotated int
   // cannot hold.

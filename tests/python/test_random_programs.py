@@ -402,6 +402,8 @@ def _acceptable(source):
     ast.fix_missing_locations(tree)
     namespace = {"__name__": "__main__", "_chk": _chk}
     previous = signal.signal(signal.SIGALRM, _too_slow)
+    # (A mask inherited from whatever started the tests must not block it.)
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
     signal.setitimer(signal.ITIMER_REAL, 2.0)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -410,6 +412,7 @@ def _acceptable(source):
         return False
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         signal.signal(signal.SIGALRM, previous)
     return True
 
