@@ -5,8 +5,8 @@
 # in every mode, launches) on every CPython ppy supports that this machine
 # has: 3.11, 3.12 and 3.13, each from a wheel of its own installed into a
 # virtual environment under build/; then the fuzzers for a minute each and
-# the sanitizer build. The run fails if any step fails, and goes on to the
-# next step either way.
+# the sanitizer builds (ASan+UBSan, then TSan). The run fails if any step
+# fails, and goes on to the next step either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -94,6 +94,11 @@ echo "test: fuzzers, 60 s each"
 if FUZZ_ARGS="${FUZZ_ARGS:--seed=20261130}" scripts/fuzz.sh 60; then summary+=("fuzzers: passed"); else summary+=("fuzzers: FAILED"); status=1; fi
 echo "test: ASan+UBSan build of the unit tests and the differential suite"
 if scripts/sanitize.sh; then summary+=("sanitizers: passed"); else summary+=("sanitizers: FAILED"); status=1; fi
+# ThreadSanitizer: the unit tests (Threads.* among them) and the thread stress
+# test (tests/python/test_threads.py: 8 threads, 10,000 calls each, while the
+# functions tier up) against a TSan build (docs/fuzzing.md).
+echo "test: TSan build of the unit tests and the thread stress test"
+if scripts/tsan.sh; then summary+=("thread sanitizer: passed"); else summary+=("thread sanitizer: FAILED"); status=1; fi
 
 echo "test: summary"
 for line in "${summary[@]}"; do echo "  ${line}"; done
