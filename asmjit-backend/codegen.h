@@ -137,6 +137,9 @@ class CodeGen {
         if (flags & kFlagJump) out |= live_in_[in.d];
         RegisterSet reads, writes;
         RegistersOf(fn_, in, &reads, &writes);
+        // A prange chunk ends: its loop's caller reads every register of the
+        // chunk's frame (reductions, the last iteration's locals; vm/prange.h).
+        if (in.op == Op::PRANGE_END) reads.set();
         RegisterSet live = reads | (out & ~writes);
         if (live != live_in_[pc]) {
           live_in_[pc] = live;

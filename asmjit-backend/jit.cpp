@@ -14,6 +14,7 @@
 #include "asmjit-backend/code_cache.h"
 #include "asmjit-backend/codegen.h"
 #include "asmjit-backend/helpers.h"
+#include "vm/gil.h"
 #include "vm/interpreter.h"
 #include "vm/runtime.h"
 #include "vm/status.h"
@@ -35,7 +36,14 @@ using NativeBackend = A64Backend;
 
 namespace {
 
-int64_t CheckSignals() { return PyErr_CheckSignals() != 0; }
+// Every kBackEdgesPerCheck back edges: Ctrl-C and a prange stop (vm/gil.h);
+// in a nogil scope, the GIL goes back if a helper took it (machine code holds
+// no Python object, so it never needs it between helpers).
+int64_t CheckSignals() {
+  if (!PollInterrupts()) return 1;
+  if (InNogil()) ReleaseGilAgain();
+  return 0;
+}
 
 int64_t CallTypedFromJit(int64_t caller, int64_t index, int64_t args, int64_t result) {
   const FunctionCode& fn = *reinterpret_cast<const FunctionCode*>(caller);
@@ -162,6 +170,8 @@ bool InstallBlob(const FunctionCode& fn, FunctionRuntime* runtime, const uint8_t
     *error = "the entry lies outside the code";
     return false;
   }
+  // Installed code stays: another thread may be running it (see FunctionRuntime).
+  if (runtime->jit_state.load(std::memory_order_acquire) == JitState::kCompiled) return true;
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t mapped = (size + page - 1) / page * page;
   void* memory = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -176,13 +186,12 @@ bool InstallBlob(const FunctionCode& fn, FunctionRuntime* runtime, const uint8_t
     return false;
   }
   __builtin___clear_cache(static_cast<char*>(memory), static_cast<char*>(memory) + size);
-  if (runtime->jit_memory != nullptr) munmap(runtime->jit_memory, runtime->jit_size);
   runtime->jit_memory = memory;
   runtime->jit_size = mapped;
   runtime->jit_entry = reinterpret_cast<JitFunction>(static_cast<char*>(memory) + entry);
   runtime->jit_enters_at_start = Covers(fn, fn.code[0]);
   runtime->jit_loop_entries = LoopEntries(fn);
-  runtime->jit_state = JitState::kCompiled;
+  runtime->jit_state.store(JitState::kCompiled, std::memory_order_release);
   return true;
 }
 

@@ -1,6 +1,7 @@
 #include "compiler/compile.h"
 
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/ast_reader.h"
@@ -9,6 +10,73 @@
 #include "vm/verify.h"
 
 namespace ppy {
+
+namespace {
+
+// The statement of `body` (or nested in it) that starts on `line`, for a
+// diagnostic about an instruction, which knows only its line.
+const Stmt* StatementAt(const std::vector<StmtPtr>& body, int line) {
+  for (const StmtPtr& stmt : body) {
+    if (stmt->loc.line == line) return stmt.get();
+    if (const Stmt* found = StatementAt(stmt->body, line)) return found;
+    if (const Stmt* found = StatementAt(stmt->orelse, line)) return found;
+  }
+  return nullptr;
+}
+
+bool IsPrangeOp(Op op) {
+  return op == Op::PRANGE || op == Op::PRANGE_REDUCE_I || op == Op::PRANGE_REDUCE_F || op == Op::PRANGE_END;
+}
+
+// What must run without the GIL, checked on the lowered code, since it is
+// the instructions that say what needs the GIL: those vm/opcodes.def does
+// not flag JIT (every one that touches a Python object among them).
+//  * A prange loop's body runs on the prange threads, where the verifier
+//    allows only such instructions (vm/verify.cpp): anything else there is
+//    an error, at its line.
+//  * A @ppy.nogil function takes the GIL back for such an instruction (vm/gil.h);
+//    one in a loop would take it on every iteration, which defeats the
+//    point: an error, at its line. (Outside loops it is allowed.)
+void CheckThreadedCode(const FunctionInfo& info, const FunctionCode& fn, std::vector<Diagnostic>* diagnostics) {
+  const int n = static_cast<int>(fn.code.size());
+  std::set<int> reported;  // lines
+  auto report = [&](int pc, const std::string& message) {
+    const int line = fn.lines[pc];
+    if (!reported.insert(line).second) return;
+    const Stmt* stmt = StatementAt(info.def->body, line);
+    Loc loc = stmt != nullptr ? stmt->loc : Loc{line, 0, line, 0};
+    diagnostics->push_back({Severity::kError, loc, message});
+  };
+  auto needs_gil = [](const Instr& in) { return !HasFlag(in.op, kFlagJit); };
+  for (int pc = 0; pc < n; ++pc) {
+    const Instr& in = fn.code[pc];
+    if (in.op != Op::PRANGE) continue;
+    int first = pc + 1;
+    while (first < n && (fn.code[first].op == Op::PRANGE_REDUCE_I || fn.code[first].op == Op::PRANGE_REDUCE_F)) ++first;
+    for (int inner = first; inner < in.d - 1 && inner < n; ++inner) {
+      const Instr& body = fn.code[inner];
+      if (needs_gil(body) || (body.op == Op::CALL_FN && body.a < fn.num_registers() &&
+                              fn.registers[body.a].kind == Kind::kObject)) {
+        report(inner, "this cannot run in a prange loop: it needs Python objects (the iterations run in parallel, "
+                      "without the GIL: only typed code runs there: ints, floats, complex numbers, buffers, "
+                      "calls of compiled functions that return them)");
+      }
+    }
+  }
+  if (!info.nogil) return;
+  for (int pc = 0; pc < n; ++pc) {
+    const Instr& back_edge = fn.code[pc];
+    if (!HasFlag(back_edge.op, kFlagLoop)) continue;
+    for (int inner = back_edge.d; inner <= pc; ++inner) {
+      const Instr& body = fn.code[inner];
+      if (IsPrangeOp(body.op) || !needs_gil(body)) continue;
+      report(inner, absl::StrCat("@ppy.nogil function '", info.name, "' needs the GIL in a loop here: ",
+                                 "it uses Python objects, so the loop would take the GIL back on every iteration"));
+    }
+  }
+}
+
+}  // namespace
 
 CompileResult CompileModule(PyObject* tree, const std::string& filename, const std::string& module_name,
                             bool regions) {
@@ -37,6 +105,8 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
   }
   std::unique_ptr<ModuleInfo> info;
   std::vector<std::unique_ptr<FunctionCode>> lowered;
+  std::vector<int> lowered_from;
+  std::vector<Diagnostic> threaded_problems;  // CheckThreadedCode's, of every round
   //
   // The verifier runs on every lowered function too: code it rejects is a
   // compiler bug, and the function runs as Python rather than not at all.
@@ -44,13 +114,24 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
     retry = false;
     info = CheckModule(*syntax, forced_fallbacks);
     lowered.clear();
-    std::vector<int> lowered_from;
+    lowered_from.clear();
     for (size_t i = 0; i < info->functions.size() && !retry; ++i) {
       FunctionInfo& fn = info->functions[i];
       if (!fn.compiled) continue;
       absl::StatusOr<std::unique_ptr<FunctionCode>> code = LowerFunction(*info, fn);
       if (!code.ok()) {
         forced_fallbacks[static_cast<int>(i)] = std::string(code.status().message());
+        retry = true;
+        break;
+      }
+      // Code that must run without the GIL and cannot: errors at its lines;
+      // the function runs as Python (and fails to import if it must compile).
+      std::vector<Diagnostic> problems;
+      CheckThreadedCode(fn, **code, &problems);
+      if (!problems.empty()) {
+        forced_fallbacks[static_cast<int>(i)] =
+            absl::StrCat("code that needs the GIL where it must run without it (line ", problems[0].loc.line, ")");
+        threaded_problems.insert(threaded_problems.end(), problems.begin(), problems.end());
         retry = true;
         break;
       }
@@ -95,6 +176,7 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
   // The AST now carries the last check's annotations; nothing below reads them.
 
   result.diagnostics = info->diagnostics;
+  result.diagnostics.insert(result.diagnostics.end(), threaded_problems.begin(), threaded_problems.end());
   size_t next = 0;
   for (FunctionInfo& fn : info->functions) {
     FunctionReport report;
@@ -127,7 +209,7 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
       report.reason_loc = fn.fallback_loc;
       if (fn.native_required && forced_fallbacks.count(static_cast<int>(&fn - info->functions.data()))) {
         result.diagnostics.push_back({Severity::kError, fn.def->name_loc,
-                                      absl::StrCat("@ppy.native function '", fn.name,
+                                      absl::StrCat(fn.nogil ? "@ppy.nogil" : "@ppy.native", " function '", fn.name,
                                                    "' cannot be compiled: ", fn.fallback_reason)});
       }
     }

@@ -168,6 +168,7 @@ class Lowering {
   void While(const Stmt& stmt);
   void For(const Stmt& stmt);
   void ForRange(const Stmt& stmt);
+  void ForPrange(const Stmt& stmt);
   void ForBuffer(const Stmt& stmt, int buffer, Type buffer_type);
   void ForObject(const Stmt& stmt, int iterable);
   void ForCounted(const Stmt& stmt);
@@ -1873,6 +1874,10 @@ void Lowering::For(const Stmt& stmt) {
     ForReversed(stmt);
     return;
   }
+  if (stmt.iter_form == IterForm::kPrange) {
+    ForPrange(stmt);
+    return;
+  }
   if (iter.kind == ExprKind::kCall && iter.resolution == Resolution::kBuiltin &&
       iter.index == static_cast<int>(Builtin::kRANGE) && iter.type.is_object() && iter.type.known_class &&
       std::strcmp(iter.type.known_class, "range") == 0 && iter.children.size() >= 2 && iter.children.size() <= 4) {
@@ -1946,6 +1951,79 @@ void Lowering::ForRange(const Stmt& stmt) {
   Bind(exit);
   Block(stmt.orelse);
   Bind(done);
+}
+
+// `for i in ppy.prange(start, stop, step)`: ForRange's loop, run in chunks
+// on the prange threads (vm/prange.h, which shows the code):
+//
+//     PRANGE           counter, limit, step, exit
+//     PRANGE_REDUCE_*  reduction, op         (the checker's prange_reductions)
+//     JLE_I limit, counter, end              (FORPREP counter, limit, step, end)
+//   body:
+//     target := counter; the body
+//   next:
+//     FORLOOP_INC counter, limit, body       (FORLOOP counter, limit, step, body)
+//   end:
+//     PRANGE_END
+//   exit:
+//     the else block
+//
+// Each chunk sets its own counter and limit, so both are registers of their
+// own here, never a local or a constant; the test before the body (which the
+// verifier and the machine code's bounds-check hoisting require of a counted
+// loop) jumps to the PRANGE_END, which ends a chunk.
+void Lowering::ForPrange(const Stmt& stmt) {
+  const Expr& iter = *stmt.value;
+  const Expr& target = *stmt.targets[0];
+  const size_t count = iter.children.size() - 1;
+  int start = count >= 2 ? Coerce(ValueOf(*iter.children[1]), iter.children[1]->type, Type::Int()) : ConstInt(0);
+  const Expr& stop_expr = *iter.children[count >= 2 ? 2 : 1];
+  int stop = Coerce(ValueOf(stop_expr), stop_expr.type, Type::Int());
+  int step = ConstInt(1);
+  bool step_is_one = true;
+  if (count == 3) {
+    step = Coerce(ValueOf(*iter.children[3]), iter.children[3]->type, Type::Int());
+    step_is_one = iter.children[3]->kind == ExprKind::kInt && iter.children[3]->int_value == 1;
+    if (step < kConstantBase && !IsTemp(step)) {  // the body may reassign a local
+      int copy = Temp(Kind::kInt);
+      Emit(Op::MOVE_I, copy, step);
+      step = copy;
+    }
+  }
+  const int counter = Temp(Kind::kInt);
+  const int limit = Temp(Kind::kInt);
+  Emit(Op::MOVE_I, counter, start);
+  Emit(Op::MOVE_I, limit, stop);
+
+  Label* body = NewLabel();
+  Label* next = NewLabel();
+  Label* end = NewLabel();
+  Label* exit = NewLabel();
+  line_ = stmt.loc.line;
+  EmitJump(Op::PRANGE, counter, limit, step, exit);
+  for (const auto& [name, op] : stmt.prange_reductions) {
+    const int slot = fn_.local_index.at(name);
+    const bool is_float = fn_.locals[slot].type.is_float();
+    Emit(is_float ? Op::PRANGE_REDUCE_F : Op::PRANGE_REDUCE_I, LocalRegister(slot), 0, op);
+  }
+  if (step_is_one) EmitJump(Op::JLE_I, limit, counter, 0, end);
+  else EmitJump(Op::FORPREP, counter, limit, step, end);
+  Bind(body);
+  {
+    TempScope scope(this);
+    StoreTarget(target, counter, Type::Int());
+  }
+  loops_.push_back({next, end});  // (the checker allows no break)
+  Block(stmt.body);
+  loops_.pop_back();
+  Bind(next);
+  line_ = stmt.loc.line;
+  if (step_is_one) EmitJump(Op::FORLOOP_INC, counter, limit, 0, body);
+  else EmitJump(Op::FORLOOP, counter, limit, step, body);
+  Bind(end);
+  Emit(Op::PRANGE_END);
+  Bind(exit);
+  Block(stmt.orelse);
 }
 
 // `for x in buf` over a Buffer: a counted loop (FORLOOP_INC) over the indexes
@@ -2544,6 +2622,7 @@ absl::StatusOr<std::unique_ptr<FunctionCode>> Lowering::Finish() {
     if (syntax.kind == ParamKind::kKeywordOnly) ++fn->num_kwonly;
     fn->params.push_back(param);
   }
+  fn->nogil = fn_.nogil;
   fn->result = fn_.result.is_known() ? fn_.result.value_type() : ValueType::kObject;
   if (fn->result == ValueType::kBuffer) fn->result = ValueType::kObject;
   fn->registers.resize(total);

@@ -151,6 +151,7 @@ enum class IterForm : uint8_t {
   kEnumerateZip,  // for i, (a, b, ...) in enumerate(zip(X, Y, ...)[, start])
   kZip,           // for a, b, ... in zip(X, Y, ...), one target per operand
   kReversed,      // for v in reversed(X)
+  kPrange,        // for i in ppy.prange(...): range()'s operands, parallel iterations (vm/prange.h)
 };
 struct FunctionDef;
 
@@ -171,6 +172,9 @@ struct Stmt {
   // ---- filled by the checker ----
   Type result_type;  // kAugAssign: the type of `target op value`
   IterForm iter_form = IterForm::kGeneral;  // kFor
+  // kFor over ppy.prange: the locals the loop reduces, each with its
+  // operation (a PrangeOp: +, *, min, max), in the order they appear.
+  std::vector<std::pair<std::string, uint8_t>> prange_reductions;
 };
 
 // The targets of a counted `for` (enumerate or zip forms), one for each value

@@ -218,13 +218,15 @@ class FunctionChecker {
  public:
   FunctionChecker(ModuleChecker& module, FunctionInfo& fn);
   void Run();
+  // The first phase alone, for a function forced to fall back: whether it
+  // must compile decides whether that is an error (compiler/compile.cpp).
+  void ReadDecorators();
 
  private:
   // ---- Diagnostics ----
   void Error(const Loc& loc, std::string message);
 
   // ---- Phases ----
-  void ReadDecorators();
   bool FindUnsupported();
   bool FindUnsupportedIn(const std::vector<StmtPtr>& body);
   bool FindUnsupportedIn(const Expr* expr);
@@ -245,9 +247,11 @@ class FunctionChecker {
   void CheckAssignTarget(Expr& target, Type value, const Loc& value_loc);
   void CheckAugAssign(Stmt& stmt);
   void CheckFor(Stmt& stmt);
+  void CheckPrange(Stmt& stmt);
   IterForm CountedForm(Stmt& stmt, std::vector<Type>* elements);
   bool CountableOperand(Expr& operand, Type* element);
   bool IsBuiltinName(const Expr& expr, const char* name) const;
+  bool IsRangeCall(const Expr& iter) const;
   void CheckLoopBody(Stmt& stmt, bool infinite);
   void AssignLocal(int slot);
 
@@ -325,6 +329,7 @@ class ModuleChecker {
     FunctionInfo& fn = info_->functions[index];
     auto forced = forced_fallbacks_.find(index);
     if (forced != forced_fallbacks_.end()) {
+      FunctionChecker(*this, fn).ReadDecorators();
       fn.compiled = false;
       fn.fallback_reason = forced->second;
       fn.fallback_loc = fn.def->name_loc;
@@ -607,8 +612,9 @@ void FunctionChecker::Fallback(const Loc& loc, const std::string& reason) {
   fn_.fallback_reason = reason;
   fn_.fallback_loc = loc;
   if (fn_.native_required) {
-    info_.diagnostics.push_back(
-        {Severity::kError, loc, absl::StrCat("@ppy.native function '", fn_.name, "' cannot be compiled: it uses ", reason)});
+    info_.diagnostics.push_back({Severity::kError, loc,
+                                 absl::StrCat(fn_.nogil ? "@ppy.nogil" : "@ppy.native", " function '", fn_.name,
+                                              "' cannot be compiled: it uses ", reason)});
   }
 }
 
@@ -637,12 +643,18 @@ void FunctionChecker::Run() {
 }
 
 // @ppy.native requires the function to compile (a fallback becomes an
-// error); any other decorator may replace the function, so calls by its name
+// error), and so does @ppy.nogil, which also marks it to release the GIL; any
+// other decorator may replace the function, so calls by its name
 // are never typed calls (DirectlyCallable).
 void FunctionChecker::ReadDecorators() {
   for (const ExprPtr& decorator : fn_.def->decorators) {
-    if (PpyNameOf(*decorator, info_) == "native") {
+    const std::string name = PpyNameOf(*decorator, info_);
+    if (name == "native") {
       fn_.native_required = true;
+    } else if (name == "nogil") {
+      // Releasing the GIL needs compiled code: a nogil function must compile.
+      fn_.native_required = true;
+      fn_.nogil = true;
     } else {
       fn_.other_decorators = true;
     }
@@ -907,8 +919,7 @@ void FunctionChecker::InferBlock(std::vector<StmtPtr>& body) {
       }
       case StmtKind::kFor: {
         Expr& iter = *stmt->value;
-        bool is_range = iter.kind == ExprKind::kCall && iter.children[0]->kind == ExprKind::kName &&
-                        iter.children[0]->text == "range" && !IsLocal("range") && Global("range") == nullptr;
+        const bool is_range = IsRangeCall(iter);
         std::vector<Type> elements;
         if (CountedForm(*stmt, &elements) != IterForm::kGeneral) {
           Expr& target = *stmt->targets[0];
@@ -1156,13 +1167,17 @@ void FunctionChecker::CheckLoopBody(Stmt& stmt, bool infinite) {
 void FunctionChecker::CheckFor(Stmt& stmt) {
   Expr& iter = *stmt.value;
   Expr& target = *stmt.targets[0];
-  bool is_range = iter.kind == ExprKind::kCall && iter.children[0]->kind == ExprKind::kName &&
-                  iter.children[0]->text == "range" && !IsLocal("range") && Global("range") == nullptr;
+  const bool is_prange = iter.kind == ExprKind::kCall && PpyNameOf(*iter.children[0], info_) == "prange";
+  const bool is_range = IsRangeCall(iter);
   Type element;
   std::vector<Type> elements;  // for a counted form: what each target gets
-  if (CountedForm(stmt, &elements) != IterForm::kGeneral) {
+  if (!is_prange && CountedForm(stmt, &elements) != IterForm::kGeneral) {
     // Checked by CountedForm.
   } else if (is_range) {
+    if (is_prange) {
+      stmt.iter_form = IterForm::kPrange;
+      CheckPrange(stmt);
+    }
     size_t count = iter.children.size() - 1;
     if (count < 1 || count > 3 || !iter.keywords.empty()) {
       Error(iter.loc, "range() takes 1 to 3 positional arguments");
@@ -1195,7 +1210,8 @@ void FunctionChecker::CheckFor(Stmt& stmt) {
   // The targets of a counted form each get their own typed value; any other
   // target gets the element (unpacked as objects, for a tuple).
   auto assign_targets = [&] {
-    if (stmt.iter_form == IterForm::kGeneral || stmt.iter_form == IterForm::kReversed) {
+    if (stmt.iter_form == IterForm::kGeneral || stmt.iter_form == IterForm::kReversed ||
+        stmt.iter_form == IterForm::kPrange) {
       CheckAssignTarget(target, stmt.iter_form == IterForm::kReversed ? elements[0] : element, iter.loc);
       return;
     }
@@ -1221,6 +1237,182 @@ void FunctionChecker::CheckFor(Stmt& stmt) {
     assign_targets();
     CheckLoopBody(stmt, false);
   }
+}
+
+namespace {
+
+// Whether `expr` reads the name `name` anywhere.
+bool Reads(const Expr* expr, const std::string& name) {
+  if (expr == nullptr) return false;
+  if (expr->kind == ExprKind::kName && expr->text == name) return true;
+  for (const ExprPtr& child : expr->children) {
+    if (Reads(child.get(), name)) return true;
+  }
+  for (const Keyword& keyword : expr->keywords) {
+    if (Reads(keyword.value.get(), name)) return true;
+  }
+  return false;
+}
+
+// An assignment in a prange loop's body, as the loop's reductions see it.
+struct PrangeAssignment {
+  const Stmt* stmt;
+  int op;  // a PrangeOp for a reduction's form, -1 for any other assignment
+};
+
+// `x += e`, `x -= e`, `x *= e`, `x = min(x, e)` and `x = max(x, e)` (either
+// operand order) with e not reading x: the reduction forms, as PrangeOp.
+int ReductionForm(const Stmt& stmt, const std::string& name,
+                  const std::function<bool(const Expr&, const char*)>& is_builtin) {
+  if (stmt.kind == StmtKind::kAugAssign) {
+    if (Reads(stmt.value.get(), name)) return -1;
+    if (stmt.bin_op == BinOp::kAdd || stmt.bin_op == BinOp::kSub) return static_cast<int>(PrangeOp::kAdd);
+    if (stmt.bin_op == BinOp::kMul) return static_cast<int>(PrangeOp::kMul);
+    return -1;
+  }
+  if (stmt.kind != StmtKind::kAssign || stmt.targets.size() != 1) return -1;
+  const Expr& call = *stmt.value;
+  if (call.kind != ExprKind::kCall || call.children.size() != 3 || !call.keywords.empty()) return -1;
+  const bool is_min = is_builtin(*call.children[0], "min");
+  if (!is_min && !is_builtin(*call.children[0], "max")) return -1;
+  const Expr& first = *call.children[1];
+  const Expr& second = *call.children[2];
+  const bool is_first = first.kind == ExprKind::kName && first.text == name && !Reads(&second, name);
+  const bool is_second = second.kind == ExprKind::kName && second.text == name && !Reads(&first, name);
+  if (!is_first && !is_second) return -1;
+  return static_cast<int>(is_min ? PrangeOp::kMin : PrangeOp::kMax);
+}
+
+// Collects the body's assignments to names (by name), and its reads of
+// names outside their own statements' reduction forms (by name, the first);
+// and reports `return` and a `break` of the prange loop itself.
+using IsBuiltin = std::function<bool(const Expr&, const char*)>;
+void CollectPrangeBody(const std::vector<StmtPtr>& body, int depth, const IsBuiltin& is_builtin,
+                       std::map<std::string, std::vector<PrangeAssignment>>* assigned,
+                       std::vector<std::pair<const Expr*, const Stmt*>>* reads, std::vector<const Stmt*>* escapes) {
+  auto collect_reads = [&](const Expr* expr, const Stmt* stmt, auto& self) -> void {
+    if (expr == nullptr) return;
+    if (expr->kind == ExprKind::kName) reads->push_back({expr, stmt});
+    for (const ExprPtr& child : expr->children) self(child.get(), stmt, self);
+    for (const Keyword& keyword : expr->keywords) self(keyword.value.get(), stmt, self);
+  };
+  auto assign_targets = [&](const Expr& target, const Stmt& stmt, auto& self) -> void {
+    if (target.kind == ExprKind::kName) {
+      (*assigned)[target.text].push_back({&stmt, -1});
+    } else if (target.kind == ExprKind::kTuple || target.kind == ExprKind::kList) {
+      for (const ExprPtr& child : target.children) self(*child, stmt, self);
+    } else {
+      collect_reads(&target, &stmt, collect_reads);  // a[i] = ..., o.x = ...
+    }
+  };
+  for (const StmtPtr& owned : body) {
+    const Stmt& stmt = *owned;
+    switch (stmt.kind) {
+      case StmtKind::kReturn: escapes->push_back(&stmt); break;
+      case StmtKind::kBreak:
+        if (depth == 0) escapes->push_back(&stmt);
+        break;
+      case StmtKind::kAugAssign:
+      case StmtKind::kAssign:
+      case StmtKind::kAnnAssign: {
+        const Expr& target = *stmt.targets[0];
+        if (stmt.targets.size() == 1 && target.kind == ExprKind::kName) {
+          const int op = ReductionForm(stmt, target.text, is_builtin);
+          (*assigned)[target.text].push_back({&stmt, op});
+          if (stmt.kind == StmtKind::kAugAssign && op < 0) reads->push_back({&target, &stmt});
+        } else {
+          for (const ExprPtr& each : stmt.targets) assign_targets(*each, stmt, assign_targets);
+        }
+        collect_reads(stmt.value.get(), &stmt, collect_reads);
+        break;
+      }
+      case StmtKind::kFor:
+        assign_targets(*stmt.targets[0], stmt, assign_targets);
+        collect_reads(stmt.value.get(), &stmt, collect_reads);
+        break;
+      default:
+        for (const ExprPtr& target : stmt.targets) collect_reads(target.get(), &stmt, collect_reads);
+        collect_reads(stmt.value.get(), &stmt, collect_reads);
+        break;
+    }
+    collect_reads(stmt.test.get(), &stmt, collect_reads);
+    const bool loop = stmt.kind == StmtKind::kFor || stmt.kind == StmtKind::kWhile;
+    CollectPrangeBody(stmt.body, depth + (loop ? 1 : 0), is_builtin, assigned, reads, escapes);
+    CollectPrangeBody(stmt.orelse, depth, is_builtin, assigned, reads, escapes);
+  }
+}
+
+}  // namespace
+
+// A `for` over ppy.prange: its iterations run in parallel (vm/prange.h), so
+// the loop cannot return or break, and each local it assigns is either
+// private to an iteration (assigned some other way than below: the last
+// iteration's value is what the loop leaves) or a reduction: every
+// assignment of it in the loop is `x += e`, `x -= e`, `x *= e`, `x = min(x, e)`
+// or `x = max(x, e)`, of one operation (+ and - are both sums), x is an int
+// or a float, and the loop reads it nowhere else (inside the loop it holds
+// one chunk's partial value). Records the reductions in the statement for
+// the lowering. Anything the loop does that needs the GIL is found after
+// lowering (compiler/compile.cpp).
+void FunctionChecker::CheckPrange(Stmt& stmt) {
+  stmt.prange_reductions.clear();
+  if (stmt.targets[0]->kind != ExprKind::kName) {
+    Error(stmt.targets[0]->loc, "a prange loop's target must be a name");
+  }
+  std::map<std::string, std::vector<PrangeAssignment>> assigned;
+  std::vector<std::pair<const Expr*, const Stmt*>> reads;
+  std::vector<const Stmt*> escapes;
+  const IsBuiltin is_builtin = [this](const Expr& expr, const char* name) { return IsBuiltinName(expr, name); };
+  CollectPrangeBody(stmt.body, 0, is_builtin, &assigned, &reads, &escapes);
+  for (const Stmt* escape : escapes) {
+    Error(escape->loc, escape->kind == StmtKind::kReturn
+                           ? "a prange loop cannot return: its iterations run in parallel"
+                           : "a prange loop cannot break: its iterations run in parallel");
+  }
+  // Reductions first appear where they are first assigned.
+  std::vector<std::pair<Loc, std::string>> order;
+  for (const auto& [name, assignments] : assigned) order.push_back({assignments[0].stmt->loc, name});
+  std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    return x.first.line != y.first.line ? x.first.line < y.first.line : x.first.col < y.first.col;
+  });
+  for (const auto& [loc, name] : order) {
+    const std::vector<PrangeAssignment>& assignments = assigned[name];
+    const int op = assignments[0].op;
+    bool all_reductions = op >= 0;
+    for (const PrangeAssignment& assignment : assignments) all_reductions &= assignment.op >= 0;
+    if (!all_reductions) continue;  // private to each iteration
+    for (const PrangeAssignment& assignment : assignments) {
+      if (assignment.op != op) {
+        Error(assignment.stmt->loc, absl::StrCat("'", name, "' is reduced with two different operations in a prange loop"));
+        return;
+      }
+    }
+    const int slot = LocalSlot(name);
+    const Type type = slot >= 0 ? fn_.locals[slot].type : Type::Object();
+    if (!type.is_int() && !type.is_float()) {
+      Error(loc, absl::StrCat("the prange loop reduces '", name, "', which must be an int or a float, not ",
+                              type.name()));
+      continue;
+    }
+    for (const auto& [read, in] : reads) {
+      if (read->text != name) continue;
+      // The operand x of its own min/max form is the reduction itself.
+      if (in->kind == StmtKind::kAssign && in->targets[0]->text == name && ReductionForm(*in, name, is_builtin) >= 0) {
+        continue;
+      }
+      Error(read->loc, absl::StrCat("the prange loop reads '", name, "', which it reduces: inside the loop it holds ",
+                                    "a partial value (read it after the loop)"));
+      break;
+    }
+    stmt.prange_reductions.push_back({name, static_cast<uint8_t>(op)});
+  }
+}
+
+// Whether a for loop's iterable is a call of the builtin range, or of
+// ppy.prange, whose operands are range()'s: the target is an int.
+bool FunctionChecker::IsRangeCall(const Expr& iter) const {
+  if (iter.kind != ExprKind::kCall) return false;
+  return IsBuiltinName(*iter.children[0], "range") || PpyNameOf(*iter.children[0], info_) == "prange";
 }
 
 // Whether `expr` names the builtin `name`: no local, no `global` declaration

@@ -86,7 +86,8 @@ struct FunctionInfo {
   bool compiled = false;
   std::string fallback_reason;
   Loc fallback_loc;
-  bool native_required = false;  // decorated with @ppy.native
+  bool native_required = false;  // decorated with @ppy.native or @ppy.nogil
+  bool nogil = false;             // decorated with @ppy.nogil
   bool other_decorators = false;  // decorated with anything else
   bool rebound = false;  // the module binds its name again
   bool has_type_errors = false;

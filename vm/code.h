@@ -12,6 +12,7 @@
 
 #include <Python.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,7 +35,12 @@ using JitFunction = int64_t (*)(Value* regs, Value* result, const JitCallContext
 
 // kPending: another process (`ppy build --warm`) is writing this module's
 // machine code to the cache; run on the interpreter and map it when it appears.
-enum class JitState : uint8_t { kNone, kCompiled, kUnavailable, kPending };
+// A prange loop's reduction (PRANGE_REDUCE_I/_F, operand C; vm/prange.h).
+enum class PrangeOp : uint8_t { kAdd, kMul, kMin, kMax };
+inline constexpr int kPrangeOpCount = 4;
+
+// kCompiling: a thread is compiling it (vm/interpreter.cpp, TierUp).
+enum class JitState : uint8_t { kNone, kCompiled, kUnavailable, kPending, kCompiling };
 
 // Element types of Buffer[T]. The names are the ones the ppy package exports.
 #define PPY_ELEM_TYPES(X)                     \
@@ -122,18 +128,37 @@ struct ConstantValue {
   int64_t bits = 0;  // the int, the float's bit pattern, or the object index
 };
 
+// A count that threads bump without a lock: a relaxed load and store, so a
+// bump that races another may be lost (tiering needs a rough count, not an
+// exact one), but nothing tears and there is no data race.
+class RelaxedCounter {
+ public:
+  operator uint64_t() const { return value_.load(std::memory_order_relaxed); }
+  RelaxedCounter& operator+=(uint64_t n) {
+    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    return *this;
+  }
+  RelaxedCounter& operator++() { return *this += 1; }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
 // The per-process runtime state of one function (FunctionCode::runtime): never
-// serialized, never verified, written while the function runs.
+// serialized, never verified, written while the function runs, by any thread.
 struct FunctionRuntime {
   // Counters the runtime keeps (tiering, `ppy run --trace`).
-  uint64_t calls = 0;
-  uint64_t back_edges = 0;
-  uint64_t jit_entries = 0;  // times the interpreter entered machine code
-  uint64_t nanoseconds = 0;  // inclusive, only while profiling
+  RelaxedCounter calls;
+  RelaxedCounter back_edges;
+  RelaxedCounter jit_entries;  // times the interpreter entered machine code
+  RelaxedCounter nanoseconds;  // inclusive, only while profiling
 
-  // The asmjit tier's code, once compiled or mapped from the cache.
+  // The asmjit tier's code, once compiled or mapped from the cache. Whoever
+  // installs it writes the fields below first and jit_state (kCompiled) last,
+  // with release order: a thread that reads kCompiled reads complete code.
+  // Installed code is never replaced (asmjit-backend/jit.cpp, InstallBlob).
   JitFunction jit_entry = nullptr;
-  JitState jit_state = JitState::kNone;
+  std::atomic<JitState> jit_state{JitState::kNone};
   void* jit_memory = nullptr;  // the mapping that holds it, released with the function
   size_t jit_size = 0;
   // Where the interpreter enters it: at the start, and at the heads of loops
@@ -155,8 +180,8 @@ struct FunctionRuntime {
   std::unique_ptr<TypeCacheEntry[]> type_cache;
   // For direct calls (CallModuleFunction): the name as an interned str, and the
   // version of the module's globals when the name last held this function.
-  PyObject* name_object = nullptr;
-  uint64_t globals_version = 0;
+  PyObject* name_object = nullptr;        // written under the GIL
+  std::atomic<uint64_t> globals_version{0};  // read without it by nogil calls
 
   FunctionRuntime() = default;
   FunctionRuntime(const FunctionRuntime&) = delete;
@@ -175,6 +200,8 @@ struct FunctionCode {
   int num_posonly = 0;
   int num_kwonly = 0;
   ValueType result = ValueType::kNone;
+  // @ppy.nogil: a call from Python releases the GIL while it runs (vm/gil.h).
+  bool nogil = false;
 
   std::vector<RegisterType> registers;
   std::vector<ConstantValue> constants;  // registers [params, params + constants)

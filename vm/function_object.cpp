@@ -19,6 +19,7 @@
 
 #include "vm/binding.h"
 #include "vm/disasm.h"
+#include "vm/gil.h"
 #include "vm/interpreter.h"
 #include "vm/loader.h"
 #include "vm/region_tier.h"
@@ -128,7 +129,14 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
       const Param& param = fn.params[i];
       if (param.type == ValueType::kBuffer && !buffers.Acquire(bound[i], fn, param, &values[i])) return nullptr;
     }
-    if (CallTyped(fn, values, &result)) return BoxValue(fn.result, result);
+    bool ok;
+    if (fn.nogil) {
+      NogilScope released;  // (buffers stay borrowed: their exports keep the memory)
+      ok = CallTyped(fn, values, &result);
+    } else {
+      ok = CallTyped(fn, values, &result);
+    }
+    if (ok) return BoxValue(fn.result, result);
   }
   // It returned an int that outgrew 64 bits after an effect (RaiseGrownInt):
   // that int is the result.

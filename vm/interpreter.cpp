@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "vm/function_object.h"
+#include "vm/gil.h"
+#include "vm/prange.h"
 #include "vm/math_table.h"
 #include "vm/python_compat.h"
 #include "vm/tiering.h"
@@ -452,23 +454,36 @@ int64_t MathToBool(int fn, double x) {
 }
 
 // Whether `fn` should have machine code by now; compiles it if so.
-bool TierUpAtCall(const FunctionCode& fn) {
-  if (fn.runtime->jit_state == JitState::kPending) g_tiering.poll(fn);
-  if (fn.runtime->jit_state == JitState::kNone &&
-      (g_tiering.mode == JitMode::kEager || fn.runtime->calls >= g_tiering.call_threshold)) {
-    g_tiering.compile(fn, g_tiering.mode == JitMode::kEager ? "eager" : "calls");
+// Compiles `fn` (or looks for its pending code) when `due`. Compiling and
+// polling run under the GIL, which orders them across threads: the thread
+// that finds the function still kNone under it marks it kCompiling, so that
+// no other thread compiles it too while the compile reports through Python
+// (which may let the GIL go). Other threads go on reading the state without
+// the GIL: machine code is published (JitState::kCompiled, stored last) once
+// complete and never replaced while the process runs.
+bool TierUp(const FunctionCode& fn, bool due, const char* trigger) {
+  FunctionRuntime& runtime = *fn.runtime;
+  const JitState state = runtime.jit_state.load(std::memory_order_acquire);
+  if (state == JitState::kPending) {
+    TakeGil();
+    g_tiering.poll(fn);
+  } else if (state == JitState::kNone && due) {
+    TakeGil();
+    JitState expected = JitState::kNone;
+    if (runtime.jit_state.compare_exchange_strong(expected, JitState::kCompiling)) g_tiering.compile(fn, trigger);
   }
-  return fn.runtime->jit_state == JitState::kCompiled;
+  return runtime.jit_state.load(std::memory_order_acquire) == JitState::kCompiled;
+}
+
+bool TierUpAtCall(const FunctionCode& fn) {
+  const bool eager = g_tiering.mode == JitMode::kEager;
+  return TierUp(fn, eager || fn.runtime->calls >= g_tiering.call_threshold, eager ? "eager" : "calls");
 }
 
 bool TierUpAtLoop(const FunctionCode& fn) {
   fn.runtime->back_edges += kBackEdgesPerCheck;
-  if (fn.runtime->jit_state == JitState::kPending) g_tiering.poll(fn);
-  if (fn.runtime->jit_state == JitState::kNone &&
-      (g_tiering.mode == JitMode::kEager || fn.runtime->back_edges >= g_tiering.back_edge_threshold)) {
-    g_tiering.compile(fn, "loop");
-  }
-  return fn.runtime->jit_state == JitState::kCompiled;
+  return TierUp(fn, g_tiering.mode == JitMode::kEager || fn.runtime->back_edges >= g_tiering.back_edge_threshold,
+                "loop");
 }
 
 void AddTraceback(const FunctionCode& fn, int pc) {
@@ -527,10 +542,19 @@ inline bool StackExhausted() {
 
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
   if (__builtin_expect(StackExhausted(), 0)) {
+    TakeGil();
     PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded (the C stack is nearly full)");
     return false;
   }
-  if (!EnterCompiledFrame()) return false;
+  // The thread's own state, which a nogil thread does not hold as current.
+  PyThreadState* thread = OwnThreadState();
+  if (!EnterCompiledFrame(thread, GilReleased())) {
+    if (GilReleased()) {
+      TakeGil();
+      PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+    }
+    return false;
+  }
   ++fn.runtime->calls;
   bool ok;
   if (__builtin_expect(g_profiling, 0)) {
@@ -540,7 +564,7 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
   } else {
     ok = Interpret(fn, args, result);
   }
-  LeaveCompiledFrame();
+  LeaveCompiledFrame(thread);
   return ok;
 }
 
@@ -633,9 +657,15 @@ bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value
 #if PY_VERSION_HEX < 0x030C0000
   // The namespace is unchanged since the name last held this function. (The
   // version tag is deprecated from 3.12: there every call looks the name up.)
-  const uint64_t version = reinterpret_cast<PyDictObject*>(callee.module->globals)->ma_version_tag;
-  if (version == callee.runtime->globals_version) return CallTyped(callee, args, result);
+  // A nogil thread reads the tag without the GIL: a rebinding by another
+  // thread at that very moment takes effect at one of its next calls.
+  const uint64_t version =
+      __atomic_load_n(&reinterpret_cast<PyDictObject*>(callee.module->globals)->ma_version_tag, __ATOMIC_RELAXED);
+  if (version == callee.runtime->globals_version.load(std::memory_order_relaxed)) {
+    return CallTyped(callee, args, result);
+  }
 #endif
+  TakeGil();  // the lookup reads the module's namespace
   if (callee.runtime->name_object == nullptr) {
     callee.runtime->name_object = PyUnicode_InternFromString(callee.name.c_str());
     if (callee.runtime->name_object == nullptr) return false;
@@ -644,7 +674,7 @@ bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value
   if (current == nullptr) return false;
   if (Py_TYPE(current) == &FunctionType && reinterpret_cast<FunctionObject*>(current)->code == &callee) {
 #if PY_VERSION_HEX < 0x030C0000
-    callee.runtime->globals_version = version;
+    callee.runtime->globals_version.store(version, std::memory_order_relaxed);
 #endif
     return CallTyped(callee, args, result);
   }
@@ -715,6 +745,8 @@ class LocalBorrows {
   ~LocalBorrows() {
     for (auto& record : records_) Release(*record);
   }
+
+  bool empty() const { return records_.empty(); }
 
   // U[reg] := a view of `obj` checked as the local `name`; false with the exception set.
   bool Borrow(const FunctionCode& fn, Value* regs, int reg, PyObject* obj, PyObject* name, bool writes) {
@@ -1142,6 +1174,20 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
   }
 }
 
+namespace {
+
+// Where Execute starts and for whom: a call's frame (a worker of null), or a
+// chunk of a prange loop on a copy of the caller's frame (vm/prange.h).
+struct ExecuteFrom {
+  int pc = 0;
+  bool views_contiguous = true;
+  const PrangeChunk* chunk = nullptr;
+};
+
+bool Execute(const FunctionCode& fn, Value* regs, Value* result, ExecuteFrom from);
+
+}  // namespace
+
 bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
   const int num_registers = fn.num_registers();
   const int num_params = fn.num_params();
@@ -1152,26 +1198,52 @@ bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
     std::memcpy(regs + num_params, fn.initial_constants.data(), sizeof(Value) * (end_of_constants - num_params));
   }
   std::memset(regs + end_of_constants, 0, sizeof(Value) * (num_registers - end_of_constants));
-  for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
+  if (!fn.object_params.empty()) {
+    TakeGil();  // (a nogil thread's callee that takes objects)
+    for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
+  }
 
-  LocalBorrows borrows;
   // Machine code addresses the innermost axis of every view without a stride
   // multiply: a frame that holds a view strided there (a[::2], m[:, 1], a
   // transposed matrix) stays on the interpreter.
-  bool views_contiguous = true;
+  ExecuteFrom from;
   for (int reg = 0; reg < num_params; ++reg) {
-    if (fn.registers[reg].kind == Kind::kBuffer && !InnermostContiguous(*regs[reg].u)) views_contiguous = false;
+    if (fn.registers[reg].kind == Kind::kBuffer && !InnermostContiguous(*regs[reg].u)) from.views_contiguous = false;
   }
+  return Execute(fn, regs, result, from);
+}
+
+bool InterpretChunk(const FunctionCode& fn, Value* regs, int pc, bool views_contiguous, const PrangeChunk& chunk) {
+  Value ignored;
+  return Execute(fn, regs, &ignored, {pc, views_contiguous, &chunk});
+}
+
+namespace {
+
+// The interpreter loop proper, on the frame `regs` from `from.pc`. A call's
+// frame owns its object registers and releases them at the end; a prange
+// chunk's frame is a copy whose object registers it never touches (the
+// verifier allows only instructions flagged JIT in a prange loop, and those
+// name no object register), and it ends at the loop's PRANGE_END.
+bool Execute(const FunctionCode& fn, Value* regs, Value* result, ExecuteFrom from) {
+  const int num_registers = fn.num_registers();
+  const PrangeChunk* const chunk = from.chunk;
+  bool views_contiguous = from.views_contiguous;
+  LocalBorrows borrows;
   // No effect visible outside this call has happened since it started while
-  // g_effects is unchanged (see RaiseDeoptimize).
-  const uint64_t effects_at_entry = g_effects;
+  // g_effects is unchanged (see RaiseDeoptimize). A prange chunk is never
+  // pure: its caller cannot be abandoned (it counted the loop as an effect),
+  // so nothing in it may deoptimize or grow an int.
+  const uint64_t effects_at_entry = chunk == nullptr ? g_effects : g_effects - 1;
 
   const Instr* const code = fn.code.data();
-  const Instr* ip = code;
+  const Instr* ip = code + from.pc;
   // PPY_JIT=eager enters machine code at the first back edge of a loop the
   // function reaches on the interpreter (after object code before it), so
-  // that short loops run it too; otherwise every kBackEdgesPerCheck.
-  uint32_t ticks = g_tiering.mode == JitMode::kEager ? 1 : kBackEdgesPerCheck;
+  // that short loops run it too; otherwise every kBackEdgesPerCheck. A
+  // prange chunk enters it at its first back edge if the function has it
+  // (the loop is hot as a whole: the chunks are its pieces).
+  uint32_t ticks = g_tiering.mode == JitMode::kEager || chunk != nullptr ? 1 : kBackEdgesPerCheck;
   bool ok = false;
 
   static void* const kDispatch[kOpCount] = {
@@ -1188,7 +1260,27 @@ bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
 #include "vm/opcodes.def"
 #undef PPY_OPCODE
   };
-  void* const* dispatch = kDispatch;
+  // In a nogil scope (vm/gil.h) the GIL may be released: every instruction
+  // the machine code does not run (all that touch Python objects, and the
+  // rest of the interpreter-only ones) takes it first, through take_gil.
+  static void* const kNogilDispatch[kOpCount] = {
+#define PPY_OPCODE(name, a, b, c, d, op_flags, meaning) \
+  (kOpInfo[static_cast<int>(Op::name)].flags & kFlagJit) ? &&L_##name : &&take_gil,
+#include "vm/opcodes.def"
+#undef PPY_OPCODE
+  };
+  static void* const kGrownNogilDispatch[kOpCount] = {
+#define PPY_OPCODE(name, a, b, c, d, op_flags, meaning)                                                     \
+  NamesIntRegisters(opinfo_detail::a, opinfo_detail::b, opinfo_detail::c, opinfo_detail::d) ? &&grown_int_instruction \
+  : (kOpInfo[static_cast<int>(Op::name)].flags & kFlagJit)                                  ? &&L_##name               \
+                                                                                            : &&take_gil,
+#include "vm/opcodes.def"
+#undef PPY_OPCODE
+  };
+  const bool nogil = InNogil();
+  void* const* const plain_dispatch = nogil ? kNogilDispatch : kDispatch;
+  void* const* const grown_dispatch = nogil ? kGrownNogilDispatch : kGrownDispatch;
+  void* const* dispatch = plain_dispatch;
   GrownInts grown(num_registers);
 
 #define R(x) regs[x]
@@ -1223,7 +1315,7 @@ bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
   // register holds the Python int from here on (grow_int).
 #define INT_OVERFLOW(what)                     \
   do {                                         \
-    if (fn.registers[in.a].annotated) {        \
+    if (fn.registers[in.a].annotated || chunk) { \
       RaiseIntOverflow(fn, PC, what);          \
       goto error;                              \
     }                                          \
@@ -1244,7 +1336,8 @@ bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
   do {                                                                   \
     if (--ticks == 0) {                                                  \
       ticks = kBackEdgesPerCheck;                                        \
-      if (PyErr_CheckSignals() != 0) goto error;                         \
+      if (!PollInterrupts()) goto error;                                 \
+      if (nogil && grown.count == 0) ReleaseGilAgain();                  \
       if (g_tiering.mode != JitMode::kOff && views_contiguous && grown.count == 0 && TierUpAtLoop(fn)) { \
         if (fn.runtime->jit_entry != nullptr && fn.IsJitLoopEntry(target)) {      \
           jit_pc = (target);                                             \
@@ -1258,15 +1351,27 @@ bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
 
   Instr in;
   int64_t jit_pc = 0;
-  if (g_tiering.mode != JitMode::kOff && views_contiguous && TierUpAtCall(fn) && fn.runtime->jit_enters_at_start) {
+  // A prange chunk's error already has this function's frame, at its line.
+  bool traced = false;
+  if (chunk == nullptr && g_tiering.mode != JitMode::kOff && views_contiguous && TierUpAtCall(fn) &&
+      fn.runtime->jit_enters_at_start) {
     goto enter_jit;
   }
+  goto* dispatch[static_cast<uint8_t>(ip->op)];
+
+  // An instruction that may touch Python while this thread may have released
+  // the GIL: it takes it (kept until the next loop check), then runs.
+take_gil:
+  TakeGil();
   goto* kDispatch[static_cast<uint8_t>(ip->op)];
 
   // Machine code runs on this same frame. It returns to be resumed at a pc (a
   // side exit: the instruction there runs here, raising what it must), or with
   // the function's result, or with an exception raised at a pc.
 enter_jit : {
+  // Machine code holds no Python object: a nogil thread runs it without the
+  // GIL even if something before (a compile, say) took it back.
+  if (nogil) ReleaseGilAgain();
   JitCallContext context{g_tiering.helpers, &fn};
   ++fn.runtime->jit_entries;
   int64_t outcome = fn.runtime->jit_entry(regs, result, &context, jit_pc);
@@ -1296,10 +1401,11 @@ enter_jit : {
   // that has had effects: the register holds the Python int from here on,
   // and the instructions that read it run on Python ints (GrownIntStep).
 grow_int : {
-  dispatch = kGrownDispatch;
+  TakeGil();  // (the frame keeps the GIL while any int is grown: see BACK_EDGE_TO)
+  dispatch = grown_dispatch;
   int64_t target = -1;
   if (!GrownIntStep(fn, regs, grown, in, PC, &target)) goto error;
-  if (grown.count == 0) dispatch = kDispatch;
+  if (grown.count == 0) dispatch = plain_dispatch;
   NEXT_AFTER_PYTHON;  // (a release it made may have run Python code)
 }
   // An instruction that names an int register while some hold grown ints: if
@@ -1307,9 +1413,10 @@ grow_int : {
   // again); else on the Python ints.
 grown_int_instruction : {
   in = *ip;
+  TakeGil();
   if (!grown.ReadBy(fn, in)) {
     grown.ForgetWrittenBy(fn, in);
-    if (grown.count == 0) dispatch = kDispatch;
+    if (grown.count == 0) dispatch = plain_dispatch;
     goto* kDispatch[static_cast<uint8_t>(in.op)];
   }
   if (in.op == Op::RET_I) {  // the caller keeps it, or Python gets it (RaiseGrownInt)
@@ -1318,7 +1425,7 @@ grown_int_instruction : {
   }
   int64_t target = -1;
   if (!GrownIntStep(fn, regs, grown, in, PC, &target)) goto error;
-  if (grown.count == 0) dispatch = kDispatch;
+  if (grown.count == 0) dispatch = plain_dispatch;
   if (target < 0) NEXT_AFTER_PYTHON;  // (a call, or a release, may have run Python code)
   if (HasFlag(in.op, kFlagLoop)) BACK_EDGE_TO(target);
   JUMP_TO(target);
@@ -2277,6 +2384,21 @@ build_span : {
     for (int i = 0; i < in.c; ++i) SetObject(R(in.a + i), items[i]);
   }
   NEXT_AFTER_PYTHON;
+  // ---- Parallel loops (vm/prange.h) -----------------------------------------------------
+  CASE(PRANGE) {
+    if (!RunPrange(fn, regs, PC, views_contiguous, &traced)) goto error;
+  }
+  JUMP_TO(in.d);
+  CASE(PRANGE_REDUCE_I) NEXT;  // data for the PRANGE before it
+  CASE(PRANGE_REDUCE_F) NEXT;
+  CASE(PRANGE_END) {
+    if (chunk != nullptr) {
+      ok = true;
+      goto done;
+    }
+    PyErr_SetString(PyExc_SystemError, "PRANGE_END reached outside a prange chunk");
+  }
+  goto error;
   CASE(IMPORT) {
     PyObject* value = PyImport_ImportModuleLevelObject(fn.objects[in.d], fn.module->globals, nullptr,
                                                        nullptr, 0);
@@ -2286,24 +2408,29 @@ build_span : {
   NEXT_AFTER_PYTHON;
 
 error:
+  TakeGil();  // (whatever raised took it; a callee's error may come back without)
   if (DeoptimizePending()) {
     if (PURE) {
       ForgetGrownInt();  // the call reruns as Python from its start
-    } else if (ip->op == Op::CALL_FN && !fn.registers[ip->a].annotated && GrownIntPending()) {
+    } else if (ip->op == Op::CALL_FN && !fn.registers[ip->a].annotated && GrownIntPending() && chunk == nullptr) {
       // The callee returned a grown int: this frame keeps it.
       grown.Set(ip->a, TakeGrownInt());
-      dispatch = kGrownDispatch;
+      dispatch = grown_dispatch;
       NEXT_AFTER_PYTHON;
-    } else if (!(ip->op == Op::RET_I && GrownIntPending())) {
+    } else if (!(ip->op == Op::RET_I && GrownIntPending() && chunk == nullptr)) {
       DeoptimizeToOverflow();  // this frame can neither rerun nor keep it
     }
   }
-  AddTraceback(fn, PC);
+  if (!traced) AddTraceback(fn, PC);
   ok = false;
 
 done:
-  for (uint8_t reg : fn.object_params) Py_XDECREF(regs[reg].o);
-  for (uint8_t reg : fn.owned_objects) Py_XDECREF(regs[reg].o);
+  if (chunk != nullptr) return ok;  // (a copy of its caller's frame: it owns nothing)
+  if (!fn.object_params.empty() || !fn.owned_objects.empty() || !borrows.empty()) {
+    TakeGil();
+    for (uint8_t reg : fn.object_params) Py_XDECREF(regs[reg].o);
+    for (uint8_t reg : fn.owned_objects) Py_XDECREF(regs[reg].o);
+  }
   return ok;
 
 #undef R
@@ -2317,5 +2444,7 @@ done:
 #undef BACK_EDGE_TO
 #undef PC
 }
+
+}  // namespace
 
 }  // namespace ppy

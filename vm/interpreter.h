@@ -12,6 +12,11 @@ namespace ppy {
 // exception set whose traceback has a frame for every ppy function it crossed.
 bool Interpret(const FunctionCode& fn, const Value* args, Value* result);
 
+// Runs one chunk of a prange loop (vm/prange.h): `regs` is the chunk's copy
+// of the frame, `pc` the loop's test; returns at the loop's PRANGE_END.
+struct PrangeChunk;
+bool InterpretChunk(const FunctionCode& fn, Value* regs, int pc, bool views_contiguous, const PrangeChunk& chunk);
+
 // A call of a compiled function: Interpret inside CPython's recursion limit,
 // counted (and timed while profiling).
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result);

@@ -53,28 +53,45 @@ inline constexpr const char kFloatModuloByZero[] = "float modulo";
 // with a fixed limit. A compiled frame is both: it takes one of each, so deep
 // typed recursion raises RecursionError where Python's would, and never runs
 // the C stack out first. False with RecursionError set.
-inline bool EnterCompiledFrame() {
+//
+// `thread` is the calling thread's own state. With the GIL released (a nogil
+// call, vm/gil.h) the C API's guard cannot run: it reads the current thread
+// state, which a thread without the GIL does not have. The frame then counts
+// on the same counters of its own state directly (no other thread writes
+// them), and returns false with no exception set when out of depth: the
+// caller takes the GIL to raise. Leaving undoes either the same way.
+inline bool EnterCompiledFrame(PyThreadState* thread, bool gil_released) {
 #if PY_VERSION_HEX >= 0x030C0000
-  PyThreadState* thread = PyThreadState_Get();
-  if (thread->py_recursion_remaining <= 0) {
-    PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+  if (thread->py_recursion_remaining <= 0 || (gil_released && thread->c_recursion_remaining <= 0)) {
+    if (!gil_released) PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
     return false;
   }
   --thread->py_recursion_remaining;
+  if (gil_released) {
+    --thread->c_recursion_remaining;
+    return true;
+  }
   if (Py_EnterRecursiveCall("")) {
     ++thread->py_recursion_remaining;
     return false;
   }
   return true;
 #else
+  if (gil_released) {
+    if (thread->recursion_remaining <= 0) return false;
+    --thread->recursion_remaining;
+    return true;
+  }
   return Py_EnterRecursiveCall("") == 0;
 #endif
 }
 
-inline void LeaveCompiledFrame() {
-  Py_LeaveRecursiveCall();
+inline void LeaveCompiledFrame(PyThreadState* thread) {
 #if PY_VERSION_HEX >= 0x030C0000
-  ++PyThreadState_Get()->py_recursion_remaining;
+  ++thread->c_recursion_remaining;  // Py_LeaveRecursiveCall, on this thread's own state
+  ++thread->py_recursion_remaining;
+#else
+  ++thread->recursion_remaining;
 #endif
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "vm/exact_scalars.h"
+#include "vm/gil.h"
 #include "vm/math_table.h"
 #include "vm/python_compat.h"
 
@@ -56,6 +57,7 @@ FunctionRuntime::~FunctionRuntime() {
 // ---- Errors ------------------------------------------------------------------------------
 
 bool RaiseIntOverflow(const FunctionCode& fn, int pc, const char* what) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   int line = (pc >= 0 && pc < static_cast<int>(fn.lines.size())) ? fn.lines[pc] : fn.first_line;
   PyErr_Format(PyExc_OverflowError,
                "%s:%d: int result of %s does not fit in 64 bits (Python ints are unbounded, "
@@ -73,9 +75,10 @@ PyObject* g_deoptimize_type = nullptr;
 
 }  // namespace
 
-uint64_t g_effects = 0;
+thread_local uint64_t g_effects = 0;
 
 bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   // The OverflowError it stands for, kept as its argument.
   RaiseIntOverflow(fn, pc, what);
   PyObject* overflow = TakeRaisedException();
@@ -109,6 +112,7 @@ void DeoptimizeToOverflow() {
 }
 
 bool RaiseGrownInt(const FunctionCode& fn, int pc, const char* what, PyObject* value) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   RaiseDeoptimize(fn, pc, what);
   if (!DeoptimizePending()) return false;
   PyObject* deopt = TakeRaisedException();
@@ -169,16 +173,19 @@ void ForgetGrownInt() {
 }
 
 bool RaiseZeroDivision(const char* message) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   PyErr_SetString(PyExc_ZeroDivisionError, message);
   return false;
 }
 
 bool RaiseValueError(const char* message) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   PyErr_SetString(PyExc_ValueError, message);
   return false;
 }
 
 bool RaiseIndexError(const BufferView& view, int64_t index, bool store) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   switch (view.exporter) {
     case Exporter::kArray:
       PyErr_SetString(PyExc_IndexError, store ? "array assignment index out of range" : "array index out of range");
@@ -206,6 +213,7 @@ bool RaiseIndexError(const BufferView& view, int64_t index, bool store) {
 }
 
 bool RaiseAxisIndexError(const BufferView& view, int axis, int64_t index) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   switch (view.exporter) {
     case Exporter::kTorch:
       PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for dimension %d with size %lld",
@@ -223,6 +231,7 @@ bool RaiseAxisIndexError(const BufferView& view, int axis, int64_t index) {
 }
 
 bool RaiseBadOffset(const BufferView& view, int64_t offset) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   PyErr_Format(PyExc_SystemError, "ppy: element offset %lld is outside the view (%lld..%lld): bad bytecode",
                static_cast<long long>(offset), static_cast<long long>(view.low), static_cast<long long>(view.high));
   return false;
@@ -259,6 +268,7 @@ bool SetViewGeometry(BufferView* view, int ndim, const int64_t* shape, const int
 }
 
 bool RaiseReadOnly(const BufferView& view) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   switch (view.exporter) {
     case Exporter::kNumpy:
       PyErr_SetString(PyExc_ValueError, "assignment destination is read-only");
@@ -308,6 +318,7 @@ const char* NumpyTypeName(ElemType elem) {
 }  // namespace
 
 bool RaiseElementOverflow(const BufferView& view, int64_t value) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   switch (view.exporter) {
     case Exporter::kArray:
       PyErr_SetString(PyExc_OverflowError, ArrayRangeMessage(view.elem, value > 0));
@@ -327,6 +338,7 @@ bool RaiseElementOverflow(const BufferView& view, int64_t value) {
 }
 
 bool RaiseBoolMaskIndex(const BufferView& view) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   PyErr_Format(PyExc_TypeError,
                "a bool index into a %.200s selects by mask there, which ppy's element access does not do; write "
                "int(...) for an element",
@@ -335,12 +347,14 @@ bool RaiseBoolMaskIndex(const BufferView& view) {
 }
 
 bool RaiseUnbound(PyObject* name) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   PyErr_Format(PyExc_UnboundLocalError, "cannot access local variable '%U' where it is not associated with a value",
                name);
   return false;
 }
 
 bool RaiseNegativePower(int64_t base) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   if (base == 0) {
     PyErr_SetString(PyExc_ZeroDivisionError, "0.0 cannot be raised to a negative power");
   } else {
@@ -351,6 +365,7 @@ bool RaiseNegativePower(int64_t base) {
 }
 
 bool FloatToIntSlow(const FunctionCode& fn, int pc, double x, int64_t* out) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   if (std::isnan(x)) return RaiseValueError("cannot convert float NaN to integer");
   if (std::isinf(x)) {
     PyErr_SetString(PyExc_OverflowError, "cannot convert float infinity to integer");
@@ -364,6 +379,7 @@ bool FloatToIntSlow(const FunctionCode& fn, int pc, double x, int64_t* out) {
 }
 
 bool TrueDivideSlow(int64_t x, int64_t y, double* out) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   PyObject* left = PyLong_FromLongLong(x);
   PyObject* right = PyLong_FromLongLong(y);
   PyObject* quotient = (left && right) ? PyNumber_TrueDivide(left, right) : nullptr;
@@ -376,6 +392,7 @@ bool TrueDivideSlow(int64_t x, int64_t y, double* out) {
 }
 
 bool PowFloatSlow(double x, double y, double* out) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   PyObject* left = PyFloat_FromDouble(x);
   PyObject* right = PyFloat_FromDouble(y);
   PyObject* power = (left && right) ? PyNumber_Power(left, right, Py_None) : nullptr;
@@ -393,6 +410,7 @@ bool PowFloatSlow(double x, double y, double* out) {
 }
 
 bool MathSlow(int fn, double x, double y, double* out) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
   static PyObject* math_module = nullptr;
   if (math_module == nullptr) {
     math_module = PyImport_ImportModule("math");
@@ -426,6 +444,7 @@ bool ReadU64Slow(const BufferView& view, int64_t index, int64_t* out) {
   uint64_t value;
   std::memcpy(&value, view.data + index * 8, 8);
   if (value > static_cast<uint64_t>(INT64_MAX)) {
+    TakeGil();
     PyErr_Format(PyExc_OverflowError, "u64 element %llu does not fit in a 64-bit int",
                  static_cast<unsigned long long>(value));
     return false;
@@ -829,7 +848,7 @@ bool RefreshTorchView(BufferView* view) {
 
 }  // namespace
 
-int g_live_torch_views = 0;
+std::atomic<int> g_live_torch_views{0};
 
 void RegisterTorchView(BufferView* view) {
   t_torch_views.push_back(view);
@@ -946,6 +965,7 @@ bool ComplexQuotient(Py_complex a, Py_complex b, Py_complex* out) {
     return true;
   }
   // A zero divisor: CPython's division raises ZeroDivisionError itself.
+  TakeGil();
   PyObject* result = ComplexOperator(PyNumber_TrueDivide, a, b);
   if (result == nullptr) return false;
   bool ok = UnboxComplex(result, &out->real, &out->imag);
@@ -961,6 +981,7 @@ bool ComplexAbs(Py_complex z, double* out) {
     return true;
   }
   // Too large for a float: CPython's abs() raises OverflowError itself.
+  TakeGil();
   PyObject* boxed = PyComplex_FromCComplex(z);
   PyObject* result = boxed ? PyNumber_Absolute(boxed) : nullptr;
   Py_XDECREF(boxed);

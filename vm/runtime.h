@@ -9,6 +9,7 @@
 
 #include <Python.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -75,10 +76,12 @@ struct BufferView {
 void RegisterTorchView(BufferView* view);
 void UnregisterTorchView(BufferView* view);
 // How many torch views all threads hold: the interpreter's one-load test.
-extern int g_live_torch_views;
+extern std::atomic<int> g_live_torch_views;
 [[gnu::cold]] bool RefreshTorchViewsSlow();
 // False, with the exception set, if a tensor no longer fits its parameter.
-inline bool RefreshTorchViews() { return g_live_torch_views == 0 || RefreshTorchViewsSlow(); }
+inline bool RefreshTorchViews() {
+  return g_live_torch_views.load(std::memory_order_relaxed) == 0 || RefreshTorchViewsSlow();
+}
 
 // ---- Errors ---------------------------------------------------------------------
 // Each Raise* sets a Python exception and returns false, so that a caller can
@@ -103,10 +106,11 @@ void MarkTorchTensorWritten(PyObject* tensor);
 // for.
 
 // Counts effects visible outside a call (a store into a buffer, object-mode
-// code, Python code run from compiled code), in every frame and thread (under
-// the GIL): a frame that sees it unchanged since its start has had none, and
-// so may be abandoned.
-extern uint64_t g_effects;
+// code, Python code run from compiled code), in every frame of this thread: a
+// frame that sees it unchanged since its start has had none, and so may be
+// abandoned. Per thread, since a frame's callees run on its thread, and what
+// other threads do (with or without the GIL) is no effect of the frame's.
+extern thread_local uint64_t g_effects;
 
 // Raises Deoptimize carrying RaiseIntOverflow's message.
 [[gnu::cold]] bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what);

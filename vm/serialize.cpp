@@ -207,6 +207,7 @@ std::string FunctionTable(const ModuleCode& module) {
     w.Varint(fn->num_posonly);
     w.Varint(fn->num_kwonly);
     w.U8(static_cast<uint8_t>(fn->result));
+    w.U8(fn->nogil ? 1 : 0);
     w.Varint(fn->params.size());
     for (const Param& param : fn->params) {
       w.Str(param.name);
@@ -254,6 +255,9 @@ bool ReadFunctionTable(std::string_view payload, ModuleCode* module, std::vector
     uint8_t result = r.U8();
     if (result > static_cast<uint8_t>(kLastValueType)) return false;
     fn->result = static_cast<ValueType>(result);
+    const uint8_t nogil = r.U8();
+    if (nogil > 1) return false;
+    fn->nogil = nogil == 1;
     size_t num_params = r.Count(kMaxRegisters);
     for (size_t i = 0; i < num_params && r.ok(); ++i) {
       Param param;

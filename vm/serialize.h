@@ -38,7 +38,7 @@ inline constexpr char kEntryMagic[8] = {'P', 'P', 'Y', 'C', '\0', '\r', '\n', '\
 // vm/opcodes.def, so that inserting, removing or changing an instruction
 // moves it without anyone remembering to) mixed with kEncodingVersion, which
 // is bumped by hand when the encoding of sections changes.
-inline constexpr uint32_t kEncodingVersion = 5;
+inline constexpr uint32_t kEncodingVersion = 6;
 inline constexpr char kInstructionTable[] =
 #define PPY_OPCODE(name, a, b, c, d, flags, meaning) #name " " #a " " #b " " #c " " #d " " #flags ";"
 #include "vm/opcodes.def"

@@ -34,6 +34,7 @@ class Verifier {
       if (Status s = CheckInstruction(fn_.code[pc_]); !s.ok()) return s;
     }
     if (Status s = CheckRangeLoops(); !s.ok()) return s;
+    if (Status s = CheckPrangeLoops(); !s.ok()) return s;
     return CheckDataflow();
   }
 
@@ -394,6 +395,61 @@ class Verifier {
       if (loop < 0 || (pc_ >= loops[loop].head && pc_ <= loops[loop].end)) continue;
       return FailAt(Cat("jumps into the loop at pcs ", loops[loop].head, "..", loops[loop].end,
                         " from outside it, bypassing its entry test"));
+    }
+    return Status();
+  }
+
+  // ---- Parallel loops -------------------------------------------------------------------------
+
+  // PRANGE A, B, C, D at pc p runs pcs [s, D - 1] as chunks on copies of the
+  // frame (vm/prange.h), s being the first pc after its PRANGE_REDUCE data.
+  // A chunk's frame holds its caller's object references without owning
+  // them, and a chunk must end at the PRANGE_END at D - 1, so:
+  //  * every instruction of [s, D - 1) is flagged JIT (none names an object
+  //    register) and is no return, a call among them returns no object, and
+  //    every jump among them stays in [s, D - 1];
+  //  * the counter A and the limit B, which each chunk sets, are neither
+  //    constants (machine code may take those for immediates) nor the same;
+  //  * PRANGE_REDUCE_* follows only a PRANGE or another, with an operation
+  //    in range, and PRANGE_END closes a PRANGE and nothing else.
+  Status CheckPrangeLoops() {
+    const int n = static_cast<int>(fn_.code.size());
+    auto is_reduce = [](Op op) { return op == Op::PRANGE_REDUCE_I || op == Op::PRANGE_REDUCE_F; };
+    std::vector<bool> closes(n, false);
+    for (pc_ = 0; pc_ < n; ++pc_) {
+      const Instr& in = fn_.code[pc_];
+      if (is_reduce(in.op)) {
+        if (pc_ == 0 || !(fn_.code[pc_ - 1].op == Op::PRANGE || is_reduce(fn_.code[pc_ - 1].op))) {
+          return FailAt("reduction data that follows no PRANGE");
+        }
+        if (in.c >= kPrangeOpCount) return FailAt("reduction operation out of range");
+      }
+      if (in.op != Op::PRANGE) continue;
+      const int end = in.d - 1;
+      if (end <= pc_ || fn_.code[end].op != Op::PRANGE_END) return FailAt("its loop does not end in a PRANGE_END");
+      if (fn_.IsConstantRegister(in.a) || fn_.IsConstantRegister(in.b) || in.a == in.b) {
+        return FailAt("its counter and limit must be two registers that are not constants");
+      }
+      closes[end] = true;
+      int first = pc_ + 1;
+      while (first < end && is_reduce(fn_.code[first].op)) ++first;
+      for (int pc = first; pc < end; ++pc) {
+        const Instr& body = fn_.code[pc];
+        const uint32_t flags = InfoOf(body.op).flags;
+        std::string problem;
+        if (!(flags & kFlagJit)) problem = "is not flagged JIT";
+        else if ((flags & kFlagEnd) && !(flags & kFlagJump)) problem = "returns";
+        else if ((flags & kFlagJump) && (body.d < first || body.d > end)) problem = "jumps out of the loop";
+        else if (body.op == Op::CALL_FN && KindOf(module_.functions[body.d]->result) == Kind::kObject) {
+          problem = "returns an object";
+        }
+        if (!problem.empty()) {
+          return FailAt(Cat("its parallel loop's instruction at pc ", pc, " (", InfoOf(body.op).name, ") ", problem));
+        }
+      }
+    }
+    for (pc_ = 0; pc_ < n; ++pc_) {
+      if (fn_.code[pc_].op == Op::PRANGE_END && !closes[pc_]) return FailAt("closes no PRANGE");
     }
     return Status();
   }

@@ -33,6 +33,8 @@ __all__ = [
     "u32",
     "u64",
     "native",
+    "nogil",
+    "prange",
     "tier",
 ]
 
@@ -90,6 +92,30 @@ def native(function):
     plain Python (`ppy check -v` says which and why).
     """
     return function
+
+
+def nogil(function):
+    """Marks a function that releases the GIL while it runs typed code.
+
+    Other Python threads run meanwhile, and two threads calling it run at once.
+    It must compile (like `native`), and `ppy check` reports a loop in it that
+    would need the GIL on every iteration. Its buffers stay borrowed while it
+    runs; two threads writing the same element is a data race, as in C or numpy.
+    In plain Python (`PPY_IMPORT=python`) it changes nothing.
+    """
+    return function
+
+
+def prange(*args):
+    """`for i in ppy.prange(n)`: a range whose iterations run in parallel.
+
+    In a compiled function the loop runs in chunks on a pool of threads
+    (`PPY_NUM_THREADS`, default: the CPUs the process may use), without the
+    GIL; `s += x`, `s *= x`, `s = min(s, x)` and `s = max(s, x)` into a local
+    are reductions. See docs/language.md, "Parallel loops". Anywhere else,
+    and in plain Python, it is `range`.
+    """
+    return range(*args)
 
 
 def tier(function):

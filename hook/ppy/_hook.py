@@ -204,7 +204,7 @@ def map_machine_code(loaded):
 
 
 class CompileError(SyntaxError):
-    """A `.ppy` module that ppy must compile but cannot (`@ppy.native`)."""
+    """A `.ppy` module that ppy must compile but cannot (`@ppy.native`, `@ppy.nogil`)."""
 
     __module__ = "ppy"  # public as ppy.CompileError
 
@@ -225,9 +225,10 @@ def _report_diagnostics(loaded, source_path):
     if native_failures:
         first = errors[0][1]
         names = ", ".join(f["name"] for f in native_failures)
-        raise CompileError(f"@ppy.native function(s) {names} cannot be compiled:\n{text}",
+        raise CompileError(f"@ppy.native or @ppy.nogil function(s) {names} cannot be compiled:\n{text}",
                            (source_path, first[0], first[1] + 1, None))
-    fallbacks = ", ".join(f["name"] for f in metadata["functions"] if f["reason"] == "type errors")
+    fallbacks = ", ".join(f["name"] for f in metadata["functions"]
+                          if f["reason"] == "type errors" or (f["reason"] or "").startswith("code that needs the GIL"))
     _notes.block(text.replace(": error: ", ": warning: "))
     _notes.note(f"{os.path.basename(source_path)}: {fallbacks} will run as plain Python until these are fixed")
 

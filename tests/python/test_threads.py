@@ -5,8 +5,10 @@ A child interpreter starts 8 threads; each makes 10,000 calls, drawn at random
 typed int and float loops over numpy arrays and array.array buffers (one of
 them writing into a buffer of the thread's own), a long loop that enters
 machine code in the middle, a recursive function, a function that raises
-IndexError for some arguments and one in object mode. Under PPY_JIT's default
-("hot") the functions are compiled by the JIT while the threads run (the first
+IndexError for some arguments and one in object mode; @ppy.nogil versions
+of the typed ones, which run without the GIL, and a ppy.prange loop, whose
+chunks run on the prange pool (the threads' loops take turns on it). Under
+PPY_JIT's default ("hot") the functions are compiled by the JIT while the threads run (the first
 call comes from the threads); under PPY_JIT=eager before their first call.
 Every call's result (value and type, or exception type and message, and the
 buffer it wrote) is checked against CPython's result for the same call: the
@@ -25,7 +27,8 @@ THREADS = 8
 CALLS = 10_000
 
 KERNEL = '''\
-from ppy import Buffer
+import ppy
+from ppy import Buffer, prange
 
 
 def dot(xs: Buffer[float], ys: Buffer[float]) -> float:
@@ -60,6 +63,52 @@ def pick(xs: Buffer[float], i: int) -> float:
     return xs[i] * 2.0 + xs[-1]
 
 
+@ppy.nogil
+def dot_nogil(xs: Buffer[float], ys: Buffer[float]) -> float:
+    total = 0.0
+    for x, y in zip(xs, ys):
+        total += x * y
+    return total
+
+
+@ppy.nogil
+def scaled_nogil(xs: Buffer[int], out: Buffer[int], scale: int) -> int:
+    total = 0
+    for i in range(len(xs)):
+        out[i] = xs[i] * scale - i
+        total += out[i] // 3
+    return total
+
+
+@ppy.nogil
+def spin_nogil(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += (i * 7) % 13
+    return total
+
+
+@ppy.nogil
+def fib_nogil(n: int) -> int:
+    if n < 2:
+        return n
+    return fib(n - 1) + fib_nogil(n - 2)
+
+
+@ppy.nogil
+def pick_nogil(xs: Buffer[float], i: int) -> float:
+    return xs[i] * 2.0 + xs[-1]
+
+
+def pcount(xs: Buffer[int], scale: int) -> int:
+    total = 0
+    low = xs[0]
+    for i in prange(len(xs)):
+        total += xs[i] * scale
+        low = min(low, xs[i] - i)
+    return total * 1000 + low
+
+
 def describe(n: int, xs: Buffer[float]) -> str:
     parts = []
     for i in range(n):
@@ -73,7 +122,8 @@ CHILD = textwrap.dedent('''\
     import ppy, kernel
 
     THREADS, CALLS = int(sys.argv[1]), int(sys.argv[2])
-    FUNCTIONS = ["dot", "scaled", "spin", "fib", "pick", "describe"]
+    FUNCTIONS = ["dot", "scaled", "spin", "fib", "pick", "describe", "dot_nogil", "scaled_nogil", "spin_nogil",
+                 "fib_nogil", "pick_nogil", "pcount"]
 
     # CPython's own functions: the same source, run as plain Python.
     with open("kernel.ppy") as f:
@@ -93,7 +143,12 @@ CHILD = textwrap.dedent('''\
              ("fib", (0,)), ("fib", (1,)), ("fib", (12,)),
              ("pick", (floats, 4)), ("pick", (floats, -37)), ("pick", (floats, 37)), ("pick", (floats, -38)),
              ("pick", (short, 2)), ("pick", (short, 3)), ("pick", (short, -4)),
-             ("describe", (0, short)), ("describe", (5, short)), ("describe", (3, floats))]
+             ("describe", (0, short)), ("describe", (5, short)), ("describe", (3, floats)),
+             ("dot_nogil", (floats, other)), ("dot_nogil", (floats[:0], other[:0])),
+             ("scaled_nogil", (ints, OUT, 5)), ("spin_nogil", (17,)), ("spin_nogil", (30_000,)),
+             ("fib_nogil", (1,)), ("fib_nogil", (13,)),
+             ("pick_nogil", (floats, 4)), ("pick_nogil", (floats, 37)), ("pick_nogil", (short, -4)),
+             ("pcount", (ints, 3)), ("pcount", (ints[:1], -2)), ("pcount", (ints[:0], 1))]
 
     def outcome(function, args):
         """What a call gives: (type, repr) of its result, or the exception's. A
@@ -152,7 +207,8 @@ CHILD = textwrap.dedent('''\
 
 # Functions that must be in machine code after the run (describe, in object
 # mode, has no machine code to require).
-TYPED = ["dot", "scaled", "spin", "fib", "pick"]
+TYPED = ["dot", "scaled", "spin", "fib", "pick", "dot_nogil", "scaled_nogil", "spin_nogil", "fib_nogil", "pick_nogil",
+         "pcount"]
 
 
 @pytest.mark.parametrize("jit", ["hot", "eager"])

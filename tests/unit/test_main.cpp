@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "compiler/ast_reader.h"
 #include "tests/unit/test_util.h"
+#include "vm/gil.h"
 #include "vm/loader.h"
 #include "vm/verify.h"
 #include "vm/interpreter.h"
@@ -68,10 +69,17 @@ std::string Repr(PyObject* object) {
   return text;
 }
 
-std::string Call(const Compiled& compiled, const std::string& name, const std::vector<Value>& args) {
+std::string Call(const Compiled& compiled, const std::string& name, const std::vector<Value>& args, bool nogil) {
   const FunctionCode& fn = compiled.function(name);
   Value result;
-  if (!CallTyped(fn, args.data(), &result)) return ExceptionText();
+  bool ok;
+  if (nogil) {
+    NogilScope released;
+    ok = CallTyped(fn, args.data(), &result);
+  } else {
+    ok = CallTyped(fn, args.data(), &result);
+  }
+  if (!ok) return ExceptionText();
   PyObject* boxed = BoxValue(fn.result, result);
   std::string text = Repr(boxed);
   Py_DECREF(boxed);

@@ -27,8 +27,10 @@ struct Compiled {
 std::unique_ptr<Compiled> Compile(const std::string& source);
 
 // Calls `name` with int/float arguments; returns the result's repr, or
-// "Type: message" when it raises.
-std::string Call(const Compiled& compiled, const std::string& name, const std::vector<Value>& args);
+// "Type: message" when it raises. `nogil`: the call releases the GIL, as a
+// @ppy.nogil function's call from Python does (vm/gil.h).
+std::string Call(const Compiled& compiled, const std::string& name, const std::vector<Value>& args,
+                 bool nogil = false);
 
 // The repr of evaluating `expression` in CPython, or "Type: message".
 std::string PythonEval(const std::string& expression);

@@ -539,5 +539,90 @@ TEST(Verifier, RejectsAnEntryWhoseStringsAreNotUtf8) {
   }
 }
 
+// ---- Parallel loops (vm/prange.h) ------------------------------------------------------------
+
+// f(n: int) -> int: the sum of range(n) by a prange loop, as the compiler
+// lowers it: registers [n, const 0, const 1, s, counter, limit, i, object].
+std::unique_ptr<ModuleCode> PrangeSample() {
+  auto module = std::make_unique<ModuleCode>();
+  module->filename = "sample.ppy";
+  auto fn = std::make_unique<FunctionCode>();
+  fn->name = fn->qualname = "f";
+  fn->params.push_back({"n", ValueType::kInt, ElemType::kNone, false});
+  fn->result = ValueType::kInt;
+  fn->registers = {{Kind::kInt}, {Kind::kInt}, {Kind::kInt}, {Kind::kInt},
+                   {Kind::kInt}, {Kind::kInt}, {Kind::kInt}, {Kind::kObject}};
+  fn->constants = {{Kind::kInt, 0}, {Kind::kInt, 1}};
+  fn->code = {
+      {Op::MOVE_I, 3, 1, 0, 0},          // 0  s = 0
+      {Op::MOVE_I, 4, 1, 0, 0},          // 1  counter = 0
+      {Op::MOVE_I, 5, 0, 0, 0},          // 2  limit = n
+      {Op::PRANGE, 4, 5, 2, 10},         // 3
+      {Op::PRANGE_REDUCE_I, 3, 0, 0, 0}, // 4  s: +
+      {Op::JLE_I, 5, 4, 0, 9},           // 5  the loop's test, to the PRANGE_END
+      {Op::MOVE_I, 6, 4, 0, 0},          // 6  i = counter
+      {Op::ADD_I, 3, 3, 6, 0},           // 7  s += i
+      {Op::FORLOOP_INC, 4, 5, 0, 6},     // 8
+      {Op::PRANGE_END, 0, 0, 0, 0},      // 9
+      {Op::RET_I, 3, 0, 0, 0},           // 10
+  };
+  fn->lines.assign(fn->code.size(), 1);
+  module->functions.push_back(std::move(fn));
+  return module;
+}
+
+TEST(Verifier, AcceptsAPrangeLoop) { EXPECT_EQ(Verify(*PrangeSample()), "ok"); }
+
+TEST(Verifier, RejectsAPrangeLoopThatTouchesObjects) {
+  // A chunk's frame holds its caller's references without owning them.
+  auto module = PrangeSample();
+  module->functions[0]->code[7] = {Op::MOVE_O, 7, 7, 0, 0};
+  EXPECT_EQ(Verify(*module),
+            "verify f: pc 3 (PRANGE): its parallel loop's instruction at pc 7 (MOVE_O) is not flagged JIT");
+}
+
+TEST(Verifier, RejectsAPrangeLoopThatJumpsOut) {
+  auto module = PrangeSample();
+  module->functions[0]->code[5].d = 10;
+  EXPECT_EQ(Verify(*module),
+            "verify f: pc 3 (PRANGE): its parallel loop's instruction at pc 5 (JLE_I) jumps out of the loop");
+}
+
+TEST(Verifier, RejectsAPrangeLoopThatReturns) {
+  auto module = PrangeSample();
+  module->functions[0]->code[7] = {Op::RET_I, 3, 0, 0, 0};
+  EXPECT_EQ(Verify(*module), "verify f: pc 3 (PRANGE): its parallel loop's instruction at pc 7 (RET_I) returns");
+}
+
+TEST(Verifier, RejectsAPrangeLimitThatIsAConstant) {
+  // Each chunk sets its own limit, which machine code may take for an immediate.
+  auto module = PrangeSample();
+  module->functions[0]->code[3].b = 2;
+  EXPECT_EQ(Verify(*module),
+            "verify f: pc 3 (PRANGE): its counter and limit must be two registers that are not constants");
+}
+
+TEST(Verifier, RejectsAPrangeLoopWithoutItsEnd) {
+  auto module = PrangeSample();
+  module->functions[0]->code[3].d = 9;
+  EXPECT_EQ(Verify(*module), "verify f: pc 3 (PRANGE): its loop does not end in a PRANGE_END");
+}
+
+TEST(Verifier, RejectsReductionDataOutOfPlaceOrRange) {
+  auto module = PrangeSample();
+  module->functions[0]->code[4].c = kPrangeOpCount;
+  EXPECT_EQ(Verify(*module), "verify f: pc 4 (PRANGE_REDUCE_I): reduction operation out of range");
+  module = PrangeSample();
+  module->functions[0]->code[3] = {Op::MOVE_I, 4, 1, 0, 0};
+  EXPECT_EQ(Verify(*module), "verify f: pc 4 (PRANGE_REDUCE_I): reduction data that follows no PRANGE");
+}
+
+TEST(Verifier, RejectsAPrangeEndThatClosesNoLoop) {
+  auto module = PrangeSample();
+  module->functions[0]->code[3] = {Op::MOVE_I, 4, 1, 0, 0};
+  module->functions[0]->code[4] = {Op::MOVE_I, 3, 1, 0, 0};
+  EXPECT_EQ(Verify(*module), "verify f: pc 9 (PRANGE_END): closes no PRANGE");
+}
+
 }  // namespace
 }  // namespace ppy

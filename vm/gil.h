@@ -1,0 +1,79 @@
+// The GIL while compiled code runs: @ppy.nogil calls and prange workers.
+//
+// A @ppy.nogil function called from Python releases the GIL for the call
+// (NogilScope). From then on every frame of that thread, its callees' too,
+// runs typed instructions without it, and whatever touches Python takes it
+// back first (TakeGil): an object instruction (the interpreter's nogil
+// dispatch table routes every instruction vm/opcodes.def does not flag JIT
+// through it), a raise (every Raise* and slow path in vm/runtime.cpp), a call
+// into Python, a compile. The thread releases it again at its next loop check
+// (every kBackEdgesPerCheck back edges, ReleaseGilAgain) and when the nogil
+// call returns. A prange worker (vm/prange.h) is a native thread that lives in
+// such a scope for good.
+//
+// Nothing here relies on the GIL for ppy's own state: what threads share
+// (tiering counters, machine code, the torch-view count) is atomic, and
+// what a thread keeps for itself is thread_local.
+#pragma once
+
+#include <Python.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace ppy {
+
+struct GilState {
+  int depth = 0;                      // nogil scopes the thread is in
+  PyThreadState* released = nullptr;  // the thread's own state while the GIL is released
+  // For a prange worker: the loop's stop flag (set when another chunk raised
+  // or Ctrl-C came), and whether this thread raised because of it.
+  const std::atomic<bool>* stop = nullptr;
+  bool stopped = false;
+  uint64_t last_signal_poll_ns = 0;
+};
+extern thread_local GilState t_gil;
+
+[[gnu::cold]] void TakeGilSlow();
+// Takes the GIL back if this thread released it: before anything that touches
+// Python. A no-op while it is held.
+inline void TakeGil() {
+  if (__builtin_expect(t_gil.released != nullptr, 0)) TakeGilSlow();
+}
+inline bool GilReleased() { return t_gil.released != nullptr; }
+// Whether the thread runs in a nogil scope (the GIL released, or taken back).
+inline bool InNogil() { return t_gil.depth > 0; }
+// In a nogil scope whose GIL was taken back: releases it again.
+void ReleaseGilAgain();
+
+// This thread's own PyThreadState, with or without the GIL (the C API's
+// PyThreadState_Get needs it held).
+inline PyThreadState* OwnThreadState() { return t_gil.released ? t_gil.released : PyThreadState_Get(); }
+
+// Releases the GIL for a @ppy.nogil call from Python (the GIL held), unless
+// the thread is in such a call already; the outermost scope takes it back.
+class NogilScope {
+ public:
+  NogilScope() {
+    if (t_gil.depth++ == 0) t_gil.released = PyEval_SaveThread();
+  }
+  ~NogilScope() {
+    if (--t_gil.depth == 0 && t_gil.released != nullptr) {
+      PyThreadState* state = t_gil.released;
+      t_gil.released = nullptr;
+      PyEval_RestoreThread(state);
+    }
+  }
+  NogilScope(const NogilScope&) = delete;
+  NogilScope& operator=(const NogilScope&) = delete;
+};
+
+// The loop check's interrupts, for the interpreter's back edges and machine
+// code's (every kBackEdgesPerCheck): Ctrl-C (Python's signal handlers, which
+// run in the main thread with the GIL), and in a prange worker its loop's
+// stop flag. A thread without the GIL takes it for the check at most every
+// kSignalPollNs, and releases it again. False with an exception set.
+bool PollInterrupts();
+inline constexpr uint64_t kSignalPollNs = 20'000'000;
+
+}  // namespace ppy
