@@ -144,13 +144,39 @@ class RelaxedCounter {
   std::atomic<uint64_t> value_{0};
 };
 
+// A RelaxedCounter bumped on every call, spread over cache lines: each thread
+// bumps the shard of its own (ThreadShard), so that threads calling the same
+// function at once do not take one line from each other on every call. A read
+// sums the shards (tiering reads it only until the function is compiled).
+inline constexpr int kCounterShards = 8;
+int ThreadShard();  // vm/runtime.cpp: this thread's shard, 0 .. kCounterShards - 1
+
+class ShardedCounter {
+ public:
+  operator uint64_t() const {
+    uint64_t sum = 0;
+    for (const Shard& shard : shards_) sum += shard.count;
+    return sum;
+  }
+  ShardedCounter& operator++() {
+    ++shards_[ThreadShard()].count;
+    return *this;
+  }
+
+ private:
+  struct alignas(64) Shard {
+    RelaxedCounter count;
+  };
+  Shard shards_[kCounterShards];
+};
+
 // The per-process runtime state of one function (FunctionCode::runtime): never
 // serialized, never verified, written while the function runs, by any thread.
 struct FunctionRuntime {
   // Counters the runtime keeps (tiering, `ppy run --trace`).
-  RelaxedCounter calls;
+  ShardedCounter calls;
   RelaxedCounter back_edges;
-  RelaxedCounter jit_entries;  // times the interpreter entered machine code
+  ShardedCounter jit_entries;  // times the interpreter entered machine code
   RelaxedCounter nanoseconds;  // inclusive, only while profiling
 
   // The asmjit tier's code, once compiled or mapped from the cache. Whoever
@@ -260,6 +286,8 @@ struct ModuleCode {
   // calls then check the callee's name (CallModuleFunction). Code run without a
   // module (the unit tests) calls directly.
   bool defs_bind_names = false;
+  // From 3.12: a dict watcher versions `globals` (vm/interpreter.cpp, WatchGlobals).
+  bool globals_watched = false;
 
   // While machine code is pending (JitState::kPending): where it will appear,
   // the lock its builder holds, what it must match, and when we last looked.

@@ -501,6 +501,7 @@ PyObject* ModuleAttach(PyObject* op, PyObject* globals) {
     return nullptr;
   }
   self->code->defs_bind_names = true;  // the module's defs run in `globals`
+  WatchGlobals(*self->code);
   // Tracebacks name the file as this import found it, not as the builder's
   // path spelled it (what importlib's _fix_co_filename does for a .pyc).
   PyObject* file = PyDict_GetItemString(globals, "__file__");  // borrowed

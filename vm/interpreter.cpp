@@ -476,6 +476,8 @@ bool TierUp(const FunctionCode& fn, bool due, const char* trigger) {
 }
 
 bool TierUpAtCall(const FunctionCode& fn) {
+  // (Compiled: no need to sum the call counter's shards.)
+  if (fn.runtime->jit_state.load(std::memory_order_acquire) == JitState::kCompiled) return true;
   const bool eager = g_tiering.mode == JitMode::kEager;
   return TierUp(fn, eager || fn.runtime->calls >= g_tiering.call_threshold, eager ? "eager" : "calls");
 }
@@ -650,21 +652,41 @@ bool CallDeoptimized(const FunctionCode& callee, const Value* args, Value* resul
   return ok;  // a result beyond 64 bits is a grown int (CallRebound)
 }
 
+// A version of the module's namespace that changes whenever the namespace
+// does, or 0 for none. Up to 3.11 the dict's own version tag; from 3.12, which
+// deprecates it, an epoch that a dict watcher bumps at any change of any
+// watched namespace (WatchGlobals). The value is read before a lookup and
+// kept after it, so a change in between only costs another lookup.
+#if PY_VERSION_HEX >= 0x030C0000
+std::atomic<uint64_t> g_globals_epoch{1};
+int g_globals_watcher = -1;
+
+int OnGlobalsChanged(PyDict_WatchEvent, PyObject*, PyObject*, PyObject*) {
+  g_globals_epoch.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+#endif
+
+inline uint64_t GlobalsVersion(const ModuleCode& module) {
+#if PY_VERSION_HEX >= 0x030C0000
+  return module.globals_watched ? g_globals_epoch.load(std::memory_order_relaxed) : 0;
+#else
+  return __atomic_load_n(&reinterpret_cast<PyDictObject*>(module.globals)->ma_version_tag, __ATOMIC_RELAXED);
+#endif
+}
+
 // The typed call itself: the callee's code if the module's name still holds
 // it, else whatever the name holds now.
 bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value* result) {
   if (!callee.module->defs_bind_names) return CallTyped(callee, args, result);
-#if PY_VERSION_HEX < 0x030C0000
-  // The namespace is unchanged since the name last held this function. (The
-  // version tag is deprecated from 3.12: there every call looks the name up.)
-  // A nogil thread reads the tag without the GIL: a rebinding by another
-  // thread at that very moment takes effect at one of its next calls.
-  const uint64_t version =
-      __atomic_load_n(&reinterpret_cast<PyDictObject*>(callee.module->globals)->ma_version_tag, __ATOMIC_RELAXED);
-  if (version == callee.runtime->globals_version.load(std::memory_order_relaxed)) {
+  // The namespace is unchanged since the name last held this function: the
+  // call is direct without a lookup (GlobalsVersion). A nogil thread reads the
+  // version without the GIL: a rebinding by another thread at that very
+  // moment takes effect at one of its next calls.
+  const uint64_t version = GlobalsVersion(*callee.module);
+  if (version != 0 && version == callee.runtime->globals_version.load(std::memory_order_relaxed)) {
     return CallTyped(callee, args, result);
   }
-#endif
   TakeGil();  // the lookup reads the module's namespace
   if (callee.runtime->name_object == nullptr) {
     callee.runtime->name_object = PyUnicode_InternFromString(callee.name.c_str());
@@ -673,15 +695,27 @@ bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value
   PyObject* current = LookupGlobal(callee, callee.runtime->name_object);  // borrowed
   if (current == nullptr) return false;
   if (Py_TYPE(current) == &FunctionType && reinterpret_cast<FunctionObject*>(current)->code == &callee) {
-#if PY_VERSION_HEX < 0x030C0000
     callee.runtime->globals_version.store(version, std::memory_order_relaxed);
-#endif
     return CallTyped(callee, args, result);
   }
   return CallRebound(current, callee, args, result);
 }
 
 }  // namespace
+
+void WatchGlobals(ModuleCode& module) {
+#if PY_VERSION_HEX >= 0x030C0000
+  module.globals_watched = false;
+  if (g_globals_watcher < 0) g_globals_watcher = PyDict_AddWatcher(OnGlobalsChanged);
+  if (g_globals_watcher >= 0 && PyDict_Watch(g_globals_watcher, module.globals) == 0) {
+    module.globals_watched = true;
+  } else {
+    PyErr_Clear();  // (no watcher: every call looks the name up)
+  }
+#else
+  (void)module;
+#endif
+}
 
 bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* result) {
   if (CallModuleFunctionOnce(callee, args, result)) return true;

@@ -29,6 +29,11 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result);
 // local would (NameError if there is nothing).
 bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* result);
 
+// From 3.12: watches the module's namespace, so that a direct call skips the
+// lookup while the namespace is unchanged (3.11 reads the dict's version
+// tag). Under the GIL, after the module's globals are set.
+void WatchGlobals(ModuleCode& module);
+
 // Whether calls are timed, for `ppy run --trace`'s summary.
 void SetProfiling(bool enabled);
 

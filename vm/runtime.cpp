@@ -37,6 +37,12 @@ bool FunctionCode::IsJitLoopEntry(int32_t pc) const {
   return std::binary_search(runtime->jit_loop_entries.begin(), runtime->jit_loop_entries.end(), pc);
 }
 
+int ThreadShard() {
+  static std::atomic<int> next{0};
+  thread_local const int shard = next.fetch_add(1, std::memory_order_relaxed) % kCounterShards;
+  return shard;
+}
+
 FunctionCode::FunctionCode() : runtime(std::make_unique<FunctionRuntime>()) {}
 
 FunctionCode::~FunctionCode() {
