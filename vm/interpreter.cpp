@@ -453,8 +453,8 @@ int64_t MathToBool(int fn, double x) {
   }
 }
 
-// Whether `fn` should have machine code by now; compiles it if so.
-// Compiles `fn` (or looks for its pending code) when `due`. Compiling and
+// Whether `fn` has machine code; compiles it (or looks for its pending code)
+// first when `due`. Compiling and
 // polling run under the GIL, which orders them across threads: the thread
 // that finds the function still kNone under it marks it kCompiling, so that
 // no other thread compiles it too while the compile reports through Python
@@ -1210,8 +1210,8 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
 
 namespace {
 
-// Where Execute starts and for whom: a call's frame (a worker of null), or a
-// chunk of a prange loop on a copy of the caller's frame (vm/prange.h).
+// Where Execute starts and for whom: a call's own frame (no chunk), or a
+// chunk of a prange loop on a copy of its caller's frame (vm/prange.h).
 struct ExecuteFrom {
   int pc = 0;
   bool views_contiguous = true;

@@ -181,8 +181,6 @@ struct Reduction {
 
 }  // namespace
 
-int PrangeThreads() { return ThreadsFromEnvironment(); }
-
 bool RunPrange(const FunctionCode& fn, Value* regs, int pc, bool views_contiguous, bool* traced) {
   TakeGil();
   *traced = false;

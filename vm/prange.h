@@ -43,9 +43,8 @@ namespace ppy {
 // has this function's traceback entry (an exception from a chunk does).
 bool RunPrange(const FunctionCode& fn, Value* regs, int pc, bool views_contiguous, bool* traced);
 
-// The number of threads prange loops use: PPY_NUM_THREADS (1 to
-// kMaxPrangeThreads), else the CPUs this process may run on.
-int PrangeThreads();
+// The most threads PPY_NUM_THREADS may ask for (the pool's size: it, else
+// the CPUs this process may run on).
 inline constexpr int kMaxPrangeThreads = 256;
 
 }  // namespace ppy
