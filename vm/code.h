@@ -20,6 +20,13 @@
 
 #include "vm/instr.h"
 
+// The thread-locals read on every call (this shard, vm/gil.h's t_gil,
+// vm/runtime.h's g_effects) use the initial-exec TLS model: in a module
+// loaded by dlopen the general-dynamic model calls __tls_get_addr at each
+// access, which costs more than the rest of what they are read for. Together
+// they take under 100 bytes of the static TLS glibc keeps for such modules.
+#define PPY_FAST_TLS __attribute__((tls_model("initial-exec")))
+
 namespace ppy {
 
 // What a register holds. Bools live in int registers as 0 or 1.
@@ -149,7 +156,13 @@ class RelaxedCounter {
 // function at once do not take one line from each other on every call. A read
 // sums the shards (tiering reads it only until the function is compiled).
 inline constexpr int kCounterShards = 8;
-int ThreadShard();  // vm/runtime.cpp: this thread's shard, 0 .. kCounterShards - 1
+extern constinit thread_local int t_counter_shard PPY_FAST_TLS;  // -1 until AssignThreadShard
+int AssignThreadShard();
+// This thread's shard, 0 .. kCounterShards - 1.
+inline int ThreadShard() {
+  const int shard = t_counter_shard;
+  return shard >= 0 ? shard : AssignThreadShard();
+}
 
 class ShardedCounter {
  public:
@@ -158,10 +171,9 @@ class ShardedCounter {
     for (const Shard& shard : shards_) sum += shard.count;
     return sum;
   }
-  ShardedCounter& operator++() {
-    ++shards_[ThreadShard()].count;
-    return *this;
-  }
+  // A thread that holds the GIL takes turns with the others: it bumps the
+  // first shard, and only a nogil thread reads its own (a TLS access).
+  void Bump(bool nogil) { ++shards_[nogil ? ThreadShard() : 0].count; }
 
  private:
   struct alignas(64) Shard {

@@ -6,7 +6,7 @@
 
 namespace ppy {
 
-thread_local GilState t_gil;
+constinit thread_local GilState t_gil PPY_FAST_TLS;
 
 void TakeGilSlow() {
   PyThreadState* state = t_gil.released;
@@ -26,6 +26,28 @@ uint64_t MonotonicNs() {
 }
 }  // namespace
 
+// The ident of Python's main thread, the one thread whose check runs signal
+// handlers; learned once, under the GIL, from the threading module.
+std::atomic<unsigned long> g_main_thread{0};
+
+unsigned long MainThread() {
+  unsigned long main = g_main_thread.load(std::memory_order_relaxed);
+  if (main != 0) return main;
+  TakeGil();
+  PyObject* threading = PyImport_ImportModule("threading");
+  PyObject* thread = threading ? PyObject_CallMethod(threading, "main_thread", nullptr) : nullptr;
+  PyObject* ident = thread ? PyObject_GetAttrString(thread, "ident") : nullptr;
+  main = ident && PyLong_Check(ident) ? PyLong_AsUnsignedLong(ident) : 0;
+  Py_XDECREF(ident);
+  Py_XDECREF(thread);
+  Py_XDECREF(threading);
+  PyErr_Clear();
+  if (main == 0 || main == static_cast<unsigned long>(-1)) main = 1;  // (unknown: no thread has ident 1)
+  g_main_thread.store(main, std::memory_order_relaxed);
+  ReleaseGilAgain();
+  return main;
+}
+
 bool PollInterrupts() {
   if (t_gil.stop != nullptr) {
     // A prange worker: signals are the waiting caller's to check (vm/prange.cpp).
@@ -36,9 +58,12 @@ bool PollInterrupts() {
     return false;
   }
   if (t_gil.released == nullptr) return PyErr_CheckSignals() == 0;
+  // Without the GIL: only the main thread's check can run a handler, at most
+  // every kSignalPollNs.
   const uint64_t now = MonotonicNs();
   if (now - t_gil.last_signal_poll_ns < kSignalPollNs) return true;
   t_gil.last_signal_poll_ns = now;
+  if (PyThread_get_thread_ident() != MainThread()) return true;
   TakeGilSlow();
   if (PyErr_CheckSignals() != 0) return false;  // the GIL stays held for the raise
   ReleaseGilAgain();

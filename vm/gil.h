@@ -21,18 +21,21 @@
 #include <atomic>
 #include <cstdint>
 
+#include "vm/code.h"
+
 namespace ppy {
 
 struct GilState {
   int depth = 0;                      // nogil scopes the thread is in
-  PyThreadState* released = nullptr;  // the thread's own state while the GIL is released
+  PyThreadState* own = nullptr;       // the thread's own state, while depth > 0
+  PyThreadState* released = nullptr;  // the same while the GIL is released
   // For a prange worker: the loop's stop flag (set when another chunk raised
   // or Ctrl-C came), and whether this thread raised because of it.
   const std::atomic<bool>* stop = nullptr;
   bool stopped = false;
   uint64_t last_signal_poll_ns = 0;
 };
-extern thread_local GilState t_gil;
+extern constinit thread_local GilState t_gil PPY_FAST_TLS;
 
 [[gnu::cold]] void TakeGilSlow();
 // Takes the GIL back if this thread released it: before anything that touches
@@ -46,16 +49,12 @@ inline bool InNogil() { return t_gil.depth > 0; }
 // In a nogil scope whose GIL was taken back: releases it again.
 void ReleaseGilAgain();
 
-// This thread's own PyThreadState, with or without the GIL (the C API's
-// PyThreadState_Get needs it held).
-inline PyThreadState* OwnThreadState() { return t_gil.released ? t_gil.released : PyThreadState_Get(); }
-
 // Releases the GIL for a @ppy.nogil call from Python (the GIL held), unless
 // the thread is in such a call already; the outermost scope takes it back.
 class NogilScope {
  public:
   NogilScope() {
-    if (t_gil.depth++ == 0) t_gil.released = PyEval_SaveThread();
+    if (t_gil.depth++ == 0) t_gil.released = t_gil.own = PyEval_SaveThread();
   }
   ~NogilScope() {
     if (--t_gil.depth == 0 && t_gil.released != nullptr) {
@@ -71,8 +70,10 @@ class NogilScope {
 // The loop check's interrupts, for the interpreter's back edges and machine
 // code's (every kBackEdgesPerCheck): Ctrl-C (Python's signal handlers, which
 // run in the main thread with the GIL), and in a prange worker its loop's
-// stop flag. A thread without the GIL takes it for the check at most every
-// kSignalPollNs, and releases it again. False with an exception set.
+// stop flag. The main thread, without the GIL, takes it for the check at
+// most every kSignalPollNs and releases it again; other threads without it
+// skip the check (Python runs signal handlers in the main thread only).
+// False with an exception set.
 bool PollInterrupts();
 inline constexpr uint64_t kSignalPollNs = 20'000'000;
 

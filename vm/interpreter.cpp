@@ -548,16 +548,20 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
     PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded (the C stack is nearly full)");
     return false;
   }
-  // The thread's own state, which a nogil thread does not hold as current.
-  PyThreadState* thread = OwnThreadState();
-  if (!EnterCompiledFrame(thread, GilReleased())) {
-    if (GilReleased()) {
+  // In a nogil scope the frame counts its depth on the thread's own state,
+  // with or without the GIL (a frame entered outside one leaves outside it:
+  // scopes end before the calls that began them return).
+  const bool nogil = InNogil();
+  if (__builtin_expect(nogil, 0)) {
+    if (!EnterCompiledFrameNogil(t_gil.own)) {
       TakeGil();
       PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+      return false;
     }
+  } else if (!EnterCompiledFrame()) {
     return false;
   }
-  ++fn.runtime->calls;
+  fn.runtime->calls.Bump(nogil);
   bool ok;
   if (__builtin_expect(g_profiling, 0)) {
     uint64_t started = Now();
@@ -566,7 +570,8 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
   } else {
     ok = Interpret(fn, args, result);
   }
-  LeaveCompiledFrame(thread);
+  if (nogil) LeaveCompiledFrameNogil(t_gil.own);
+  else LeaveCompiledFrame();
   return ok;
 }
 
@@ -1210,59 +1215,63 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
 
 namespace {
 
-// Where Execute starts and for whom: a call's own frame (no chunk), or a
-// chunk of a prange loop on a copy of its caller's frame (vm/prange.h).
-struct ExecuteFrom {
-  int pc = 0;
-  bool views_contiguous = true;
-  const PrangeChunk* chunk = nullptr;
+// A prange chunk to run (vm/prange.h): its copy of the caller's frame, and
+// where it starts.
+struct ChunkStart {
+  const PrangeChunk* chunk;
+  Value* regs;
+  int pc;
+  bool views_contiguous;
 };
 
-bool Execute(const FunctionCode& fn, Value* regs, Value* result, ExecuteFrom from);
+bool Execute(const FunctionCode& fn, const Value* args, Value* result, const ChunkStart* start);
 
 }  // namespace
 
-bool Interpret(const FunctionCode& fn, const Value* args, Value* result) {
-  const int num_registers = fn.num_registers();
-  const int num_params = fn.num_params();
-  const int end_of_constants = fn.end_of_constants();
-  Value* regs = static_cast<Value*>(alloca(sizeof(Value) * (num_registers + 1)));
-  std::memcpy(regs, args, sizeof(Value) * num_params);
-  if (end_of_constants > num_params) {  // (data() may be null when there are none)
-    std::memcpy(regs + num_params, fn.initial_constants.data(), sizeof(Value) * (end_of_constants - num_params));
-  }
-  std::memset(regs + end_of_constants, 0, sizeof(Value) * (num_registers - end_of_constants));
-  if (!fn.object_params.empty()) {
-    TakeGil();  // (a nogil thread's callee that takes objects)
-    for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
-  }
-
-  // Machine code addresses the innermost axis of every view without a stride
-  // multiply: a frame that holds a view strided there (a[::2], m[:, 1], a
-  // transposed matrix) stays on the interpreter.
-  ExecuteFrom from;
-  for (int reg = 0; reg < num_params; ++reg) {
-    if (fn.registers[reg].kind == Kind::kBuffer && !InnermostContiguous(*regs[reg].u)) from.views_contiguous = false;
-  }
-  return Execute(fn, regs, result, from);
-}
+bool Interpret(const FunctionCode& fn, const Value* args, Value* result) { return Execute(fn, args, result, nullptr); }
 
 bool InterpretChunk(const FunctionCode& fn, Value* regs, int pc, bool views_contiguous, const PrangeChunk& chunk) {
   Value ignored;
-  return Execute(fn, regs, &ignored, {pc, views_contiguous, &chunk});
+  const ChunkStart start{&chunk, regs, pc, views_contiguous};
+  return Execute(fn, nullptr, &ignored, &start);
 }
 
 namespace {
 
-// The interpreter loop proper, on the frame `regs` from `from.pc`. A call's
-// frame owns its object registers and releases them at the end; a prange
-// chunk's frame is a copy whose object registers it never touches (the
-// verifier allows only instructions flagged JIT in a prange loop, and those
-// name no object register), and it ends at the loop's PRANGE_END.
-bool Execute(const FunctionCode& fn, Value* regs, Value* result, ExecuteFrom from) {
+// The interpreter loop proper. A call (`start` null) makes its frame from
+// `args` and the function's constants, owns its object registers and
+// releases them at the end. A prange chunk runs on its copy of the caller's
+// frame, whose object registers it never touches (the verifier allows only
+// instructions flagged JIT in a prange loop, and those name no object
+// register), from the loop's test to its PRANGE_END.
+bool Execute(const FunctionCode& fn, const Value* args, Value* result, const ChunkStart* start) {
   const int num_registers = fn.num_registers();
-  const PrangeChunk* const chunk = from.chunk;
-  bool views_contiguous = from.views_contiguous;
+  const PrangeChunk* const chunk = start ? start->chunk : nullptr;
+  Value* regs;
+  // Machine code addresses the innermost axis of every view without a stride
+  // multiply: a frame that holds a view strided there (a[::2], m[:, 1], a
+  // transposed matrix) stays on the interpreter.
+  bool views_contiguous = true;
+  if (__builtin_expect(start == nullptr, 1)) {
+    const int num_params = fn.num_params();
+    const int end_of_constants = fn.end_of_constants();
+    regs = static_cast<Value*>(alloca(sizeof(Value) * (num_registers + 1)));
+    std::memcpy(regs, args, sizeof(Value) * num_params);
+    if (end_of_constants > num_params) {  // (data() may be null when there are none)
+      std::memcpy(regs + num_params, fn.initial_constants.data(), sizeof(Value) * (end_of_constants - num_params));
+    }
+    std::memset(regs + end_of_constants, 0, sizeof(Value) * (num_registers - end_of_constants));
+    if (!fn.object_params.empty()) {
+      TakeGil();  // (a nogil thread's callee that takes objects)
+      for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
+    }
+    for (int reg = 0; reg < num_params; ++reg) {
+      if (fn.registers[reg].kind == Kind::kBuffer && !InnermostContiguous(*regs[reg].u)) views_contiguous = false;
+    }
+  } else {
+    regs = start->regs;
+    views_contiguous = start->views_contiguous;
+  }
   LocalBorrows borrows;
   // No effect visible outside this call has happened since it started while
   // g_effects is unchanged (see RaiseDeoptimize). A prange chunk is never
@@ -1271,7 +1280,7 @@ bool Execute(const FunctionCode& fn, Value* regs, Value* result, ExecuteFrom fro
   const uint64_t effects_at_entry = chunk == nullptr ? g_effects : g_effects - 1;
 
   const Instr* const code = fn.code.data();
-  const Instr* ip = code + from.pc;
+  const Instr* ip = code + (start ? start->pc : 0);
   // PPY_JIT=eager enters machine code at the first back edge of a loop the
   // function reaches on the interpreter (after object code before it), so
   // that short loops run it too; otherwise every kBackEdgesPerCheck. A
@@ -1407,7 +1416,7 @@ enter_jit : {
   // GIL even if something before (a compile, say) took it back.
   if (nogil) ReleaseGilAgain();
   JitCallContext context{g_tiering.helpers, &fn};
-  ++fn.runtime->jit_entries;
+  fn.runtime->jit_entries.Bump(nogil);
   int64_t outcome = fn.runtime->jit_entry(regs, result, &context, jit_pc);
   if (outcome != kJitReturned) {
     // Machine code does not count its stores: leaving where one may have run

@@ -107,7 +107,7 @@ class Pool {
     PyGILState_Ensure();  // this thread's state, for good
     t_pool_thread = true;
     t_gil.depth = 1;
-    t_gil.released = PyEval_SaveThread();
+    t_gil.released = t_gil.own = PyEval_SaveThread();
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     ++ready_;

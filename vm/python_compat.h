@@ -52,43 +52,53 @@ inline constexpr const char kFloatModuloByZero[] = "float modulo";
 // sys.getrecursionlimit()'s, and Py_EnterRecursiveCall guards only the C stack
 // with a fixed limit. A compiled frame is both: it takes one of each, so deep
 // typed recursion raises RecursionError where Python's would, and never runs
-// the C stack out first. False with RecursionError set.
-//
-// `thread` is the calling thread's own state. With the GIL released (a nogil
-// call, vm/gil.h) the C API's guard cannot run: it reads the current thread
-// state, which a thread without the GIL does not have. The frame then counts
-// on the same counters of its own state directly (no other thread writes
-// them), and returns false with no exception set when out of depth: the
-// caller takes the GIL to raise. Leaving undoes either the same way.
-inline bool EnterCompiledFrame(PyThreadState* thread, bool gil_released) {
+// the C stack out first. False with RecursionError set. The GIL is held.
+inline bool EnterCompiledFrame() {
 #if PY_VERSION_HEX >= 0x030C0000
-  if (thread->py_recursion_remaining <= 0 || (gil_released && thread->c_recursion_remaining <= 0)) {
-    if (!gil_released) PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+  PyThreadState* thread = PyThreadState_Get();
+  if (thread->py_recursion_remaining <= 0) {
+    PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
     return false;
   }
   --thread->py_recursion_remaining;
-  if (gil_released) {
-    --thread->c_recursion_remaining;
-    return true;
-  }
   if (Py_EnterRecursiveCall("")) {
     ++thread->py_recursion_remaining;
     return false;
   }
   return true;
 #else
-  if (gil_released) {
-    if (thread->recursion_remaining <= 0) return false;
-    --thread->recursion_remaining;
-    return true;
-  }
   return Py_EnterRecursiveCall("") == 0;
 #endif
 }
 
-inline void LeaveCompiledFrame(PyThreadState* thread) {
+inline void LeaveCompiledFrame() {
+  Py_LeaveRecursiveCall();
 #if PY_VERSION_HEX >= 0x030C0000
-  ++thread->c_recursion_remaining;  // Py_LeaveRecursiveCall, on this thread's own state
+  ++PyThreadState_Get()->py_recursion_remaining;
+#endif
+}
+
+// The same in a nogil scope (vm/gil.h), where the GIL may be released: the
+// C API's guard cannot run then (it reads the current thread state, which a
+// thread without the GIL does not have), so the frame counts on the same
+// counters of `thread`, the calling thread's own state (no other thread
+// writes them). False, with no exception set, when out of depth: the caller
+// takes the GIL to raise.
+inline bool EnterCompiledFrameNogil(PyThreadState* thread) {
+#if PY_VERSION_HEX >= 0x030C0000
+  if (thread->py_recursion_remaining <= 0 || thread->c_recursion_remaining <= 0) return false;
+  --thread->py_recursion_remaining;
+  --thread->c_recursion_remaining;
+#else
+  if (thread->recursion_remaining <= 0) return false;
+  --thread->recursion_remaining;
+#endif
+  return true;
+}
+
+inline void LeaveCompiledFrameNogil(PyThreadState* thread) {
+#if PY_VERSION_HEX >= 0x030C0000
+  ++thread->c_recursion_remaining;
   ++thread->py_recursion_remaining;
 #else
   ++thread->recursion_remaining;

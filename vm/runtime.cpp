@@ -37,10 +37,12 @@ bool FunctionCode::IsJitLoopEntry(int32_t pc) const {
   return std::binary_search(runtime->jit_loop_entries.begin(), runtime->jit_loop_entries.end(), pc);
 }
 
-int ThreadShard() {
+constinit thread_local int t_counter_shard PPY_FAST_TLS = -1;
+
+int AssignThreadShard() {
   static std::atomic<int> next{0};
-  thread_local const int shard = next.fetch_add(1, std::memory_order_relaxed) % kCounterShards;
-  return shard;
+  t_counter_shard = next.fetch_add(1, std::memory_order_relaxed) % kCounterShards;
+  return t_counter_shard;
 }
 
 FunctionCode::FunctionCode() : runtime(std::make_unique<FunctionRuntime>()) {}
@@ -81,7 +83,7 @@ PyObject* g_deoptimize_type = nullptr;
 
 }  // namespace
 
-thread_local uint64_t g_effects = 0;
+constinit thread_local uint64_t g_effects PPY_FAST_TLS = 0;
 
 bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what) {
   TakeGil();  // (a nogil thread: see vm/gil.h)

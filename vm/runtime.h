@@ -110,7 +110,7 @@ void MarkTorchTensorWritten(PyObject* tensor);
 // frame that sees it unchanged since its start has had none, and so may be
 // abandoned. Per thread, since a frame's callees run on its thread, and what
 // other threads do (with or without the GIL) is no effect of the frame's.
-extern thread_local uint64_t g_effects;
+extern constinit thread_local uint64_t g_effects PPY_FAST_TLS;
 
 // Raises Deoptimize carrying RaiseIntOverflow's message.
 [[gnu::cold]] bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what);
