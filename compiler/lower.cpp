@@ -169,6 +169,11 @@ class Lowering {
   void For(const Stmt& stmt);
   void ForRange(const Stmt& stmt);
   void ForPrange(const Stmt& stmt);
+  struct CountedRange {
+    int counter, stop, step;
+    bool step_is_one, direct;
+  };
+  void CountedLoop(const Stmt& stmt, const CountedRange& range, Label* body, Label* next, Label* exit, Label* done);
   void ForBuffer(const Stmt& stmt, int buffer, Type buffer_type);
   void ForObject(const Stmt& stmt, int iterable);
   void ForCounted(const Stmt& stmt);
@@ -1932,12 +1937,25 @@ void Lowering::ForRange(const Stmt& stmt) {
   Label* exit = NewLabel();
   Label* done = NewLabel();
   line_ = stmt.loc.line;
-  if (step_is_one) EmitJump(Op::JLE_I, stop, counter, 0, exit);
-  else EmitJump(Op::FORPREP, counter, stop, step, exit);
+  CountedLoop(stmt, {counter, stop, step, step_is_one, direct}, body, next, exit, done);
+  Bind(exit);
+  Block(stmt.orelse);
+  Bind(done);
+}
+
+// The loop of ForRange and ForPrange: the entry test (JLE_I, or FORPREP for a
+// step other than one) jumping to `exit` when the range is empty, the target
+// assigned from the counter (or the counter itself, `direct`), the body, and
+// the back edge (FORLOOP_INC or FORLOOP). `break` jumps to `done`.
+void Lowering::CountedLoop(const Stmt& stmt, const CountedRange& range, Label* body, Label* next, Label* exit,
+                           Label* done) {
+  if (range.step_is_one) EmitJump(Op::JLE_I, range.stop, range.counter, 0, exit);
+  else EmitJump(Op::FORPREP, range.counter, range.stop, range.step, exit);
   Bind(body);
-  if (!direct) {
+  const Expr& target = *stmt.targets[0];
+  if (!range.direct) {
     TempScope scope(this);
-    StoreTarget(target, counter, Type::Int());
+    StoreTarget(target, range.counter, Type::Int());
   } else {
     SetBound(target.index);
   }
@@ -1946,11 +1964,8 @@ void Lowering::ForRange(const Stmt& stmt) {
   loops_.pop_back();
   Bind(next);
   line_ = stmt.loc.line;
-  if (step_is_one) EmitJump(Op::FORLOOP_INC, counter, stop, 0, body);
-  else EmitJump(Op::FORLOOP, counter, stop, step, body);
-  Bind(exit);
-  Block(stmt.orelse);
-  Bind(done);
+  if (range.step_is_one) EmitJump(Op::FORLOOP_INC, range.counter, range.stop, 0, body);
+  else EmitJump(Op::FORLOOP, range.counter, range.stop, range.step, body);
 }
 
 // `for i in ppy.prange(start, stop, step)`: ForRange's loop, run in chunks
@@ -1974,7 +1989,6 @@ void Lowering::ForRange(const Stmt& stmt) {
 // loop) jumps to the PRANGE_END, which ends a chunk.
 void Lowering::ForPrange(const Stmt& stmt) {
   const Expr& iter = *stmt.value;
-  const Expr& target = *stmt.targets[0];
   const size_t count = iter.children.size() - 1;
   int start = count >= 2 ? Coerce(ValueOf(*iter.children[1]), iter.children[1]->type, Type::Int()) : ConstInt(0);
   const Expr& stop_expr = *iter.children[count >= 2 ? 2 : 1];
@@ -2006,20 +2020,7 @@ void Lowering::ForPrange(const Stmt& stmt) {
     const bool is_float = fn_.locals[slot].type.is_float();
     Emit(is_float ? Op::PRANGE_REDUCE_F : Op::PRANGE_REDUCE_I, LocalRegister(slot), 0, op);
   }
-  if (step_is_one) EmitJump(Op::JLE_I, limit, counter, 0, end);
-  else EmitJump(Op::FORPREP, counter, limit, step, end);
-  Bind(body);
-  {
-    TempScope scope(this);
-    StoreTarget(target, counter, Type::Int());
-  }
-  loops_.push_back({next, end});  // (the checker allows no break)
-  Block(stmt.body);
-  loops_.pop_back();
-  Bind(next);
-  line_ = stmt.loc.line;
-  if (step_is_one) EmitJump(Op::FORLOOP_INC, counter, limit, 0, body);
-  else EmitJump(Op::FORLOOP, counter, limit, step, body);
+  CountedLoop(stmt, {counter, limit, step, step_is_one, false}, body, next, end, end);  // (the checker allows no break)
   Bind(end);
   Emit(Op::PRANGE_END);
   Bind(exit);
