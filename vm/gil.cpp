@@ -19,12 +19,12 @@ void ReleaseGilAgain() {
 }
 
 namespace {
+
 uint64_t MonotonicNs() {
   timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return static_cast<uint64_t>(now.tv_sec) * 1000000000u + now.tv_nsec;
 }
-}  // namespace
 
 // The ident of Python's main thread, the one thread whose check runs signal
 // handlers; learned once, under the GIL, from the threading module.
@@ -47,6 +47,8 @@ unsigned long MainThread() {
   ReleaseGilAgain();
   return main;
 }
+
+}  // namespace
 
 bool PollInterrupts() {
   if (t_gil.stop != nullptr) {
