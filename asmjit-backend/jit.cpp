@@ -41,7 +41,7 @@ namespace {
 // no Python object, so it never needs it between helpers).
 int64_t CheckSignals() {
   if (!PollInterrupts()) return 1;
-  if (InNogil()) ReleaseGilAgain();
+  ReleaseGilAgain();  // (a no-op outside a nogil scope)
   return 0;
 }
 

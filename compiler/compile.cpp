@@ -25,7 +25,7 @@ const Stmt* StatementAt(const std::vector<StmtPtr>& body, int line) {
 }
 
 bool IsPrangeOp(Op op) {
-  return op == Op::PRANGE || op == Op::PRANGE_REDUCE_I || op == Op::PRANGE_REDUCE_F || op == Op::PRANGE_END;
+  return op == Op::PRANGE || IsPrangeReduce(op) || op == Op::PRANGE_END;
 }
 
 // What must run without the GIL, checked on the lowered code, since it is
@@ -51,9 +51,7 @@ void CheckThreadedCode(const FunctionInfo& info, const FunctionCode& fn, std::ve
   for (int pc = 0; pc < n; ++pc) {
     const Instr& in = fn.code[pc];
     if (in.op != Op::PRANGE) continue;
-    int first = pc + 1;
-    while (first < n && (fn.code[first].op == Op::PRANGE_REDUCE_I || fn.code[first].op == Op::PRANGE_REDUCE_F)) ++first;
-    for (int inner = first; inner < in.d - 1 && inner < n; ++inner) {
+    for (int inner = PrangeChunkStart(fn.code, pc, in.d - 1); inner < in.d - 1; ++inner) {
       const Instr& body = fn.code[inner];
       if (needs_gil(body) || (body.op == Op::CALL_FN && body.a < fn.num_registers() &&
                               fn.registers[body.a].kind == Kind::kObject)) {

@@ -46,6 +46,16 @@ using JitFunction = int64_t (*)(Value* regs, Value* result, const JitCallContext
 enum class PrangeOp : uint8_t { kAdd, kMul, kMin, kMax };
 inline constexpr int kPrangeOpCount = 4;
 
+inline bool IsPrangeReduce(Op op) { return op == Op::PRANGE_REDUCE_I || op == Op::PRANGE_REDUCE_F; }
+
+// Where the chunks of the PRANGE at `pc` start: the first pc after its
+// reduction data, but not past `end` (its PRANGE_END).
+inline int PrangeChunkStart(const std::vector<Instr>& code, int pc, int end) {
+  int first = pc + 1;
+  while (first < end && IsPrangeReduce(code[first].op)) ++first;
+  return first;
+}
+
 // kCompiling: a thread is compiling it (vm/interpreter.cpp, TierUp).
 enum class JitState : uint8_t { kNone, kCompiled, kUnavailable, kPending, kCompiling };
 

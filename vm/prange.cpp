@@ -193,11 +193,11 @@ bool RunPrange(const FunctionCode& fn, Value* regs, int pc, bool views_contiguou
   const __int128 trips = span <= 0 ? 0 : (span + magnitude - 1) / magnitude;
   if (trips == 0) return true;  // the loop variable stays unassigned, as in Python
 
+  const int body = PrangeChunkStart(fn.code, pc, loop.d - 1);
   std::vector<Reduction> reductions;
-  int body = pc + 1;
-  for (; fn.code[body].op == Op::PRANGE_REDUCE_I || fn.code[body].op == Op::PRANGE_REDUCE_F; ++body) {
-    reductions.push_back(
-        {fn.code[body].a, static_cast<PrangeOp>(fn.code[body].c), fn.code[body].op == Op::PRANGE_REDUCE_F});
+  for (int at = pc + 1; at < body; ++at) {
+    const Instr& data = fn.code[at];
+    reductions.push_back({data.a, static_cast<PrangeOp>(data.c), data.op == Op::PRANGE_REDUCE_F});
   }
   // Chunks store into buffers and may run any typed code: the frame has had effects.
   ++g_effects;

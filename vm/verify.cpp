@@ -414,12 +414,11 @@ class Verifier {
   //    in range, and PRANGE_END closes a PRANGE and nothing else.
   Status CheckPrangeLoops() {
     const int n = static_cast<int>(fn_.code.size());
-    auto is_reduce = [](Op op) { return op == Op::PRANGE_REDUCE_I || op == Op::PRANGE_REDUCE_F; };
     std::vector<bool> closes(n, false);
     for (pc_ = 0; pc_ < n; ++pc_) {
       const Instr& in = fn_.code[pc_];
-      if (is_reduce(in.op)) {
-        if (pc_ == 0 || !(fn_.code[pc_ - 1].op == Op::PRANGE || is_reduce(fn_.code[pc_ - 1].op))) {
+      if (IsPrangeReduce(in.op)) {
+        if (pc_ == 0 || !(fn_.code[pc_ - 1].op == Op::PRANGE || IsPrangeReduce(fn_.code[pc_ - 1].op))) {
           return FailAt("reduction data that follows no PRANGE");
         }
         if (in.c >= kPrangeOpCount) return FailAt("reduction operation out of range");
@@ -431,8 +430,7 @@ class Verifier {
         return FailAt("its counter and limit must be two registers that are not constants");
       }
       closes[end] = true;
-      int first = pc_ + 1;
-      while (first < end && is_reduce(fn_.code[first].op)) ++first;
+      const int first = PrangeChunkStart(fn_.code, pc_, end);
       for (int pc = first; pc < end; ++pc) {
         const Instr& body = fn_.code[pc];
         const uint32_t flags = InfoOf(body.op).flags;

@@ -112,7 +112,7 @@ def prange(*args):
     In a compiled function the loop runs in chunks on a pool of threads
     (`PPY_NUM_THREADS`, default: the CPUs the process may use), without the
     GIL; `s += x`, `s *= x`, `s = min(s, x)` and `s = max(s, x)` into a local
-    are reductions. See docs/language.md, "Parallel loops". Anywhere else,
+    are reductions. See docs/language.md, "Threads". Anywhere else,
     and in plain Python, it is `range`.
     """
     return range(*args)
