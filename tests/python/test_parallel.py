@@ -315,3 +315,28 @@ def test_plain_python_runs_prange_as_range_and_nogil_as_nothing(runner, project)
     """)
     result = runner.python(script, cwd=project, PPY_IMPORT="python")
     assert result.stdout == "True True\nTrue\n", result.stderr
+
+
+def test_a_prange_target_must_be_a_name_and_a_reduction_a_number(runner, tmp_path):
+    (tmp_path / "bad.ppy").write_text(textwrap.dedent('''\
+        from ppy import prange
+
+
+        def tuple_target(n: int) -> int:
+            t = 0
+            for i, j in prange(n):
+                t += 1
+            return t
+
+
+        def object_sum(n: int) -> int:
+            items = []
+            for i in prange(n):
+                items += [i]
+            return len(items)
+    '''))
+    result = runner.ppy("check", "bad.ppy", cwd=tmp_path)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "bad.ppy:6:9: error: a prange loop's target must be a name" in output
+    assert "bad.ppy:14:9: error: the prange loop reduces 'items', which must be an int or a float, not object" in output

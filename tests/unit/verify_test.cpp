@@ -12,6 +12,8 @@
 #include "tests/unit/test_util.h"
 #include "vm/serialize.h"
 #include "vm/bytes.h"
+#include "vm/interpreter.h"
+#include "vm/loader.h"
 #include "vm/verify.h"
 
 namespace ppy {
@@ -615,6 +617,32 @@ TEST(Verifier, RejectsReductionDataOutOfPlaceOrRange) {
   module = PrangeSample();
   module->functions[0]->code[3] = {Op::MOVE_I, 4, 1, 0, 0};
   EXPECT_EQ(Verify(*module), "verify f: pc 4 (PRANGE_REDUCE_I): reduction data that follows no PRANGE");
+}
+
+TEST(Verifier, APrangeEndReachedOutsideAChunkRaisesSystemError) {
+  // A jump from before the PRANGE to its loop's test passes the verifier (it
+  // enters no loop), and brings the caller's own frame to the PRANGE_END.
+  auto module = PrangeSample();
+  module->functions[0]->code[2] = {Op::JMP, 0, 0, 0, 5};
+  ASSERT_EQ(Verify(*module), "ok");
+  PyObject* globals = PyDict_New();
+  PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
+  ASSERT_TRUE(PrepareModule(*module, globals).ok());
+  Value args[1];
+  args[0].i = 5;
+  Value result;
+  EXPECT_FALSE(CallTyped(*module->functions[0], args, &result));
+  ASSERT_TRUE(PyErr_ExceptionMatches(PyExc_SystemError));
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyObject* text = PyObject_Str(value);
+  EXPECT_STREQ(PyUnicode_AsUTF8(text), "PRANGE_END reached outside a prange chunk");
+  Py_XDECREF(text);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  ReleaseModule(*module);
+  Py_DECREF(globals);
 }
 
 TEST(Verifier, RejectsAPrangeEndThatClosesNoLoop) {
