@@ -50,4 +50,34 @@ std::vector<int32_t> LoopEntries(const FunctionCode& fn) {
   return entries;
 }
 
+// Small enough that running it in place costs less code than the call it
+// replaces, and asmjit's allocator stays quick.
+constexpr size_t kMaxInlineInstructions = 48;
+
+bool InlinableCallee(const FunctionCode& caller, const FunctionCode& callee) {
+  if (&caller == &callee || callee.code.empty() || callee.code.size() > kMaxInlineInstructions) return false;
+  if (!callee.loop_headers.empty() || callee.may_have_effects) return false;
+  const Kind result = KindOf(callee.result);
+  if (result != Kind::kInt && result != Kind::kFloat) return false;
+  for (const RegisterType& reg : callee.registers) {
+    if (reg.kind != Kind::kInt && reg.kind != Kind::kFloat) return false;
+  }
+  for (const Instr& in : callee.code) {
+    if (!Covers(callee, in) || HasFlag(in.op, kFlagCall) || HasFlag(in.op, kFlagLoop) || HasFlag(in.op, kFlagStore)) {
+      return false;
+    }
+    // Forward jumps only: the inlined code is one pass from entry to a return.
+    if (HasFlag(in.op, kFlagJump) && in.d <= static_cast<int32_t>(&in - callee.code.data())) return false;
+  }
+  return true;
+}
+
+void MarkInlinedCallees(const FunctionCode& fn) {
+  for (const Instr& in : fn.code) {
+    if (in.op != Op::CALL_FN || !Covers(fn, in)) continue;
+    const FunctionCode& callee = *fn.module->functions[in.d];
+    if (InlinableCallee(fn, callee)) callee.runtime->jit_inlined.store(true, std::memory_order_relaxed);
+  }
+}
+
 }  // namespace ppy::jit

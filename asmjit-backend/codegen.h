@@ -55,6 +55,18 @@ bool Covers(const FunctionCode& fn, const Instr& in);
 // runs entirely. Sorted.
 std::vector<int32_t> LoopEntries(const FunctionCode& fn);
 
+// Whether machine code for `caller` runs a typed call of `callee` (CALL_FN)
+// as the callee's own instructions in place, with no frame (EmitInlineCall):
+// a small function of ints and floats, without loops, calls or stores, with
+// no effect a second run could repeat. Anything unusual in it (an overflow, a
+// division by zero, a raise) makes the real call instead, from the start,
+// which then does exactly what the interpreter does.
+bool InlinableCallee(const FunctionCode& caller, const FunctionCode& callee);
+
+// Marks the functions whose calls fn's machine code runs in place
+// (FunctionRuntime::jit_inlined), for `ppy run --trace`.
+void MarkInlinedCallees(const FunctionCode& fn);
+
 template <typename B>
 class CodeGen {
  public:
@@ -886,6 +898,79 @@ class CodeGen {
     pc_ = 0;
   }
 
+  // ---- Inlined calls ---------------------------------------------------------------------
+
+  // A typed call of `callee` (InlinableCallee), function index d, arguments in
+  // B..B+count-1, result into A: the callee's instructions run here, on
+  // virtual registers of their own, while the name the call looks up still
+  // holds the callee. The guard compares the module's namespace version with
+  // the one at which the name last held it (CallModuleFunction keeps that),
+  // as the interpreter's direct call does; a rebound name, a first call, and
+  // every exit of the inlined code jump to `call`, the real call. Nothing
+  // before an exit had an effect (InlinableCallee): the call starts afresh.
+  void EmitInlineCall(int d, const FunctionCode& callee, int first_arg, int result, const Label& done,
+                      const Label& call) {
+    Int versions = b_.NewInt(), word = b_.NewInt(), now = b_.NewInt(), bound = b_.NewInt();
+    b_.LoadInt(versions, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, versions)));
+    b_.LoadInt(word, versions, static_cast<int32_t>(offsetof(ModuleVersions, globals)));
+    b_.BranchIntImm(IntCond::kEq, word, 0, call);
+    b_.LoadInt(now, word, 0);
+    b_.LoadInt(bound, versions, static_cast<int32_t>(offsetof(ModuleVersions, bound)));
+    b_.LoadInt(bound, bound, static_cast<int32_t>(d * sizeof(const uint64_t*)));
+    b_.LoadInt(bound, bound, 0);
+    b_.BranchInt(IntCond::kNe, now, bound, call);
+    CodeGen inner(b_, callee);
+    inner.GenerateInline(*this, first_arg, result, done, call);
+  }
+
+  // The body of an inlined call: parameters copied from the caller's
+  // argument registers, constants as immediates, every other register the
+  // code reads before writing (none, in code the compiler made) zero as in
+  // a fresh frame; then the instructions in order, and the out-of-line
+  // pieces after them.
+  void GenerateInline(CodeGen& caller, int first_arg, int result, const Label& done, const Label& call) {
+    inline_ = true;
+    inline_fallback_ = call;
+    inline_done_ = done;
+    if (ppy::KindOf(fn_.result) == Kind::kFloat) inline_result_float_ = caller.F(result);
+    else inline_result_int_ = caller.I(result);
+    context_slot_ = caller.context_slot_;
+    Analyze();
+    const int n = static_cast<int>(fn_.code.size());
+    labels_.resize(n);
+    for (int pc = 0; pc < n; ++pc) {
+      if (targets_[pc]) labels_[pc] = b_.NewLabel();
+    }
+    const int count = fn_.num_registers();
+    ints_.resize(count);
+    floats_.resize(count);
+    data_.resize(count);
+    length_.resize(count);
+    store_length_.resize(count);
+    for (int reg = 0; reg < count; ++reg) {
+      if (!used_[reg]) continue;
+      const bool is_float = KindOf(reg) == Kind::kFloat;
+      if (is_float) floats_[reg] = b_.NewFloat();
+      else ints_[reg] = b_.NewInt();
+      uint64_t bits = 0;
+      if (reg < fn_.num_params()) {
+        if (is_float) b_.Mov(floats_[reg], caller.F(first_arg + reg));
+        else b_.Mov(ints_[reg], caller.I(first_arg + reg));
+        continue;
+      }
+      if (fn_.IsConstantRegister(reg)) bits = fn_.initial_constants[reg - fn_.num_params()];
+      else if (!live_in_[0][reg]) continue;
+      if (is_float) b_.FloatFromBits(floats_[reg], bits);
+      else b_.MovImm(ints_[reg], static_cast<int64_t>(bits));
+    }
+    for (pc_ = 0; pc_ < n; ++pc_) {
+      if (targets_[pc_]) b_.Bind(labels_[pc_]);
+      Instruction(fn_.code[pc_]);
+    }
+    b_.Jump(inline_fallback_);  // (code ends in a return or a raise)
+    for (const auto& emit : cold_) emit();
+  }
+
   const Int& I(int reg) const { return ints_[reg]; }
   const Float& F(int reg) const { return floats_[reg]; }
 
@@ -893,6 +978,7 @@ class CodeGen {
   Label Exit() { return ExitAt(pc_); }
 
   Label ExitAt(int pc) {
+    if (inline_) return inline_fallback_;
     auto it = exits_.find(pc);
     if (it != exits_.end()) return it->second;
     Label label = b_.NewLabel();
@@ -902,6 +988,7 @@ class CodeGen {
 
   // The exit for an exception already set (a signal, a failed call) at this pc.
   Label ErrorExit() {
+    if (inline_) return inline_fallback_;
     auto it = error_exits_.find(pc_);
     if (it != error_exits_.end()) return it->second;
     Label label = b_.NewLabel();
@@ -1366,6 +1453,22 @@ class CodeGen {
       }
       case Op::FLOORDIV_I:
       case Op::MOD_I:
+        if (ConstantInRange(c, 1, INT64_MAX) && (ConstantValueOf(c) & (ConstantValueOf(c) - 1)) == 0) {
+          // A constant power of two 2**k: Python's floor division is the
+          // arithmetic shift by k and its modulo the low k bits, for either
+          // sign of the dividend (two's complement rounds toward minus infinity).
+          const uint64_t divisor = static_cast<uint64_t>(ConstantValueOf(c));
+          if (in.op == Op::FLOORDIV_I) {
+            b_.SarImm(I(a), I(bb), __builtin_ctzll(divisor));
+          } else if (divisor - 1 <= static_cast<uint64_t>(INT32_MAX)) {
+            b_.AndImm(I(a), I(bb), static_cast<int32_t>(divisor - 1));
+          } else {
+            Int mask = b_.NewInt();
+            b_.MovImm(mask, static_cast<int64_t>(divisor - 1));
+            b_.And(I(a), I(bb), mask);
+          }
+          break;
+        }
         if (KnownNonnegative(bb) && KnownPositive(c)) {
           // Truncation is Python's floor here: no sign to fix, no zero or -1 divisor.
           Int quotient = b_.NewInt(), remainder = b_.NewInt();
@@ -1746,10 +1849,16 @@ class CodeGen {
       }
 
       case Op::CALL_FN: {
+        const FunctionCode& callee = *fn_.module->functions[d];
+        Label done = b_.NewLabel();
+        if (InlinableCallee(fn_, callee)) {
+          Label call = b_.NewLabel();
+          EmitInlineCall(d, callee, bb, a, done, call);
+          b_.Bind(call);
+        }
         // The arguments are the frame's own registers B..B+C-1 and the result
         // its register A: storing their current values there is what a side
         // exit would do anyway.
-        const FunctionCode& callee = *fn_.module->functions[d];
         Int regs = FromSlot(regs_slot_);
         for (int i = 0; i < c; ++i) {
           int reg = bb + i;
@@ -1769,13 +1878,24 @@ class CodeGen {
         if (ppy::KindOf(callee.result) == Kind::kFloat) b_.LoadFloat(F(a), frame, slot);
         else b_.LoadInt(I(a), frame, slot);
         LeaveIfViewsMoved();
+        b_.Bind(done);
         break;
       }
       case Op::RET_I:
+        if (inline_) {  // the caller's result register, and on after the call
+          b_.Mov(inline_result_int_, I(a));
+          b_.Jump(inline_done_);
+          break;
+        }
         b_.StoreInt(I(a), FromSlot(result_slot_), 0);
         b_.ReturnImm(kJitReturned);
         break;
       case Op::RET_F:
+        if (inline_) {
+          b_.Mov(inline_result_float_, F(a));
+          b_.Jump(inline_done_);
+          break;
+        }
         b_.StoreFloat(F(a), FromSlot(result_slot_), 0);
         b_.ReturnImm(kJitReturned);
         break;
@@ -1817,6 +1937,13 @@ class CodeGen {
   Int entry_pc_, ticks_;
   int regs_slot_ = 0, result_slot_ = 0, context_slot_ = 0;
   int pc_ = 0;
+  // Generating a callee's code in place of a call (GenerateInline): every
+  // exit is the fallback, the real call; a return writes the caller's result
+  // register and jumps to the instruction after the call.
+  bool inline_ = false;
+  Label inline_fallback_, inline_done_;
+  Int inline_result_int_;
+  Float inline_result_float_;
 };
 
 }  // namespace ppy::jit

@@ -191,6 +191,7 @@ bool InstallBlob(const FunctionCode& fn, FunctionRuntime* runtime, const uint8_t
   runtime->jit_entry = reinterpret_cast<JitFunction>(static_cast<char*>(memory) + entry);
   runtime->jit_enters_at_start = Covers(fn, fn.code[0]);
   runtime->jit_loop_entries = LoopEntries(fn);
+  if (fn.module != nullptr) MarkInlinedCallees(fn);
   runtime->jit_state.store(JitState::kCompiled, std::memory_order_release);
   return true;
 }

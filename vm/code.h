@@ -229,7 +229,10 @@ struct FunctionRuntime {
   // For direct calls (CallModuleFunction): the name as an interned str, and the
   // version of the module's globals when the name last held this function.
   PyObject* name_object = nullptr;        // written under the GIL
-  std::atomic<uint64_t> globals_version{0};  // read without it by nogil calls
+  std::atomic<uint64_t> globals_version{0};  // read without it by nogil calls and by machine code
+  // Machine code of another function runs this one's code in place of a call
+  // (asmjit-backend/codegen.h, InlinableCallee): those calls are not counted.
+  std::atomic<bool> jit_inlined{false};
 
   FunctionRuntime() = default;
   FunctionRuntime(const FunctionRuntime&) = delete;
@@ -295,6 +298,17 @@ struct FunctionCode {
   bool IsConstantRegister(int reg) const { return reg >= first_constant() && reg < end_of_constants(); }
 };
 
+// What machine code reads to know that a module function's name still holds
+// it, so that it may run the function's code in place of the call
+// (asmjit-backend/codegen.h, EmitInlineCall): the word that versions the
+// module's namespace (vm/interpreter.cpp, GlobalsVersion), null where every
+// call looks the name up, and per function index the address of its
+// FunctionRuntime::globals_version. Plain pointers at fixed offsets.
+struct ModuleVersions {
+  const uint64_t* globals = nullptr;
+  const uint64_t* const* bound = nullptr;
+};
+
 struct ModuleCode {
   std::string module_name;
   std::string filename;
@@ -310,6 +324,8 @@ struct ModuleCode {
   bool defs_bind_names = false;
   // From 3.12: a dict watcher versions `globals` (vm/interpreter.cpp, WatchGlobals).
   bool globals_watched = false;
+  ModuleVersions versions;                   // set by PrepareModule and WatchGlobals
+  std::vector<const uint64_t*> bound_words;  // what versions.bound points at
 
   // While machine code is pending (JitState::kPending): where it will appear,
   // the lock its builder holds, what it must match, and when we last looked.

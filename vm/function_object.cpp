@@ -466,14 +466,17 @@ PyObject* ModuleTiers(PyObject* op, PyObject*) {
   return tiers;
 }
 
-// stats() -> [(name, calls, seconds, jit entries)] for every compiled function.
+// stats() -> [(name, calls, seconds, jit entries, inlined)] for every compiled
+// function; `inlined`: machine code of another function runs its calls in
+// place (not counted in `calls`).
 PyObject* ModuleStats(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   PyObject* stats = PyList_New(0);
   if (stats == nullptr) return nullptr;
   for (const auto& fn : self->code->functions) {
-    PyObject* item = Py_BuildValue("(sKdK)", fn->qualname.c_str(), static_cast<unsigned long long>(fn->runtime->calls),
-                                   fn->runtime->nanoseconds / 1e9, static_cast<unsigned long long>(fn->runtime->jit_entries));
+    PyObject* item = Py_BuildValue("(sKdKN)", fn->qualname.c_str(), static_cast<unsigned long long>(fn->runtime->calls),
+                                   fn->runtime->nanoseconds / 1e9, static_cast<unsigned long long>(fn->runtime->jit_entries),
+                                   PyBool_FromLong(fn->runtime->jit_inlined.load(std::memory_order_relaxed)));
     if (item == nullptr || PyList_Append(stats, item) < 0) {
       Py_XDECREF(item);
       Py_DECREF(stats);

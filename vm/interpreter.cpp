@@ -709,16 +709,19 @@ bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value
 }  // namespace
 
 void WatchGlobals(ModuleCode& module) {
+  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t), "machine code reads versions as plain words");
 #if PY_VERSION_HEX >= 0x030C0000
   module.globals_watched = false;
+  module.versions.globals = nullptr;
   if (g_globals_watcher < 0) g_globals_watcher = PyDict_AddWatcher(OnGlobalsChanged);
   if (g_globals_watcher >= 0 && PyDict_Watch(g_globals_watcher, module.globals) == 0) {
     module.globals_watched = true;
+    module.versions.globals = reinterpret_cast<const uint64_t*>(&g_globals_epoch);
   } else {
     PyErr_Clear();  // (no watcher: every call looks the name up)
   }
 #else
-  (void)module;
+  module.versions.globals = &reinterpret_cast<PyDictObject*>(module.globals)->ma_version_tag;
 #endif
 }
 
@@ -1415,7 +1418,8 @@ enter_jit : {
   // Machine code holds no Python object: a nogil thread runs it without the
   // GIL even if something before (a compile, say) took it back.
   if (nogil) ReleaseGilAgain();
-  JitCallContext context{g_tiering.helpers, &fn};
+  static constexpr ModuleVersions kNoVersions;
+  JitCallContext context{g_tiering.helpers, &fn, fn.module != nullptr ? &fn.module->versions : &kNoVersions};
   fn.runtime->jit_entries.Bump(nogil);
   int64_t outcome = fn.runtime->jit_entry(regs, result, &context, jit_pc);
   if (outcome != kJitReturned) {

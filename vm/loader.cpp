@@ -47,6 +47,14 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
   if (PyModule_Check(builtins)) builtins = PyModule_GetDict(builtins);
   Py_XSETREF(module.globals, Py_NewRef(globals));
   Py_XSETREF(module.builtins, Py_NewRef(builtins));
+  // Until WatchGlobals says how the namespace is versioned, machine code
+  // makes every call (null: no inlined call runs).
+  module.versions.globals = nullptr;
+  module.bound_words.clear();
+  for (auto& fn : module.functions) {
+    module.bound_words.push_back(reinterpret_cast<const uint64_t*>(&fn->runtime->globals_version));
+  }
+  module.versions.bound = module.bound_words.data();
 
   for (auto& fn : module.functions) {
     fn->module = &module;

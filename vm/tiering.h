@@ -18,10 +18,12 @@ namespace ppy {
 
 // What machine code receives as `context`: the helper table (a pointer to
 // asmjit-backend's JitHelpers, so that machine code saved in the cache calls
-// the helpers of whatever process maps it) and the function it runs.
+// the helpers of whatever process maps it), the function it runs, and its
+// module's versions (an inlined call's guard).
 struct JitCallContext {
   const void* helpers;
   const FunctionCode* function;
+  const ModuleVersions* versions;
 };
 
 inline constexpr int64_t kJitReturned = -1;

@@ -86,13 +86,21 @@ def functions_bound(name, metadata, compiled, source_path=None):
 
 def _summary():
     rows = []
+    inlined = []
     for module_name, compiled in _modules:
-        for function, calls, seconds, entries in compiled.stats():
+        for function, calls, seconds, entries, in_place in compiled.stats():
             if calls:
                 rows.append((seconds, calls, entries, f"{module_name}.{function}"))
+            if in_place:
+                inlined.append(f"{module_name}.{function}")
     _emit("summary: calls, time (inclusive) and entries into machine code per compiled function")
     for seconds, calls, entries, name in sorted(rows, reverse=True):
         _emit(f"  {name:40s} {calls:10d} calls {seconds * 1000:12.3f} ms {entries:10d} jit entries")
+    if inlined:
+        _emit("summary: inlined: machine code of their callers runs these in place of calls"
+              " (calls made that way are not counted above)")
+        for name in inlined:
+            _emit(f"  {name}")
     regions = [(f"{module_name}.{name}", calls, ops, python_calls)
                for module_name, compiled in _modules
                for name, calls, ops, python_calls in compiled.region_stats() if calls]

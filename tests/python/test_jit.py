@@ -248,3 +248,48 @@ def test_complex_loops_run_in_machine_code(runner, tmp_path):
     for name in ("kernel.escape", "kernel.quotient_sum"):
         counts = trace_counts(run.stderr, name)
         assert counts is not None and counts[1] > 0, (name, run.stderr[-2000:])
+
+
+INLINED = """
+from ppy import Buffer
+
+
+def weight(i: int, j: int) -> float:
+    return 1.0 / ((i + j) * (i + j + 1) // 2 + i + 1)
+
+
+def times(u: Buffer[float], out: Buffer[float], n: int) -> None:
+    for i in range(n):
+        acc: float = 0.0
+        for j in range(n):
+            acc += weight(i, j) * u[j]
+        out[i] = acc
+"""
+
+INLINED_CALLS = """
+import array, ppy, kernel
+u = array.array("d", [1.0 / (k + 1) for k in range(60)])
+out = array.array("d", bytes(8 * 60))
+kernel.times(u, out, 60)
+print(repr(sum(out)), repr(out[7]))
+"""
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["compiled", "mapped"])
+def test_small_callees_run_in_place_of_their_calls(runner, tmp_path, warm):
+    (tmp_path / "kernel.ppy").write_text(INLINED)
+    if warm:
+        build = runner.ppy("build", "--warm", tmp_path)
+        assert build.returncode == 0, build.stderr
+    run = runner.python("-c", INLINED_CALLS, cwd=tmp_path, PPY_JIT="eager", PPY_TRACE="1")
+    expected = runner.python("-c", INLINED_CALLS, cwd=tmp_path, PPY_IMPORT="python")
+    assert run.stdout == expected.stdout, run.stderr
+    assert ("jit: mapped machine code" in run.stderr) == warm, run.stderr
+    # 3,600 calls of weight ran, all but the first (which finds the name bound
+    # to it) in the machine code of times, which says so.
+    times_calls, times_entries = trace_counts(run.stderr, "kernel.times")
+    assert times_calls == 1 and times_entries == 1, run.stderr
+    weight_calls, _ = trace_counts(run.stderr, "kernel.weight")
+    assert weight_calls == 1, run.stderr
+    inlined = run.stderr.split("summary: inlined:", 1)[1].splitlines()[1:]
+    assert [line.split()[-1] for line in inlined] == ["kernel.weight"], run.stderr
