@@ -323,6 +323,20 @@ class CodeGen {
     Label body;  // after the guard: where the back edge goes
   };
 
+  // Whether R[reg] at `use` is a copy of the counter of the loop at `header`
+  // made earlier on the body's straight path (`for i in range(n)` where the
+  // name i is also assigned elsewhere: the body begins with i = counter).
+  bool CopiesCounter(int reg, int use, int header, int counter) const {
+    for (int pc = use - 1; pc >= header; --pc) {
+      if (targets_[pc + 1]) return false;  // another path may reach the use
+      const Instr& in = fn_.code[pc];
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      if (writes[reg]) return in.op == Op::MOVE_I && in.b == counter;
+    }
+    return false;
+  }
+
   bool WrittenIn(int reg, int first, int last) const {
     for (int pc = first; pc <= last; ++pc) {
       RegisterSet reads, writes;
@@ -363,6 +377,9 @@ class CodeGen {
           default: continue;
         }
         if (base == loop.counter) std::swap(base, index);
+        if (index != loop.counter && base < 0 && CopiesCounter(index, pc, loop.header, loop.counter)) {
+          index = loop.counter;  // (the same value: the body never writes the counter)
+        }
         if (index != loop.counter || !checked_[pc]) continue;
         if (WrittenIn(buffer, loop.header, end)) continue;
         int base_def = -1;
@@ -1294,7 +1311,10 @@ class CodeGen {
     }
   }
 
-  void StoreIntElement(int buffer, const Int& index, const Int& value, const Int* based = nullptr) {
+  // `value_reg`: the register of `value`; a constant one that fits the
+  // element needs no range check.
+  void StoreIntElement(int buffer, const Int& index, int value_reg, const Int* based = nullptr) {
+    const Int& value = I(value_reg);
     ElemType elem = fn_.registers[buffer].elem;
     int64_t low = 0, high = 0;
     switch (elem) {
@@ -1307,8 +1327,10 @@ class CodeGen {
       case ElemType::kU64: low = 0; high = INT64_MAX; break;
       default: low = INT64_MIN; high = INT64_MAX; break;
     }
-    if (low != INT64_MIN) b_.BranchIntImm(IntCond::kLt, value, low, Exit());
-    if (high != INT64_MAX) b_.BranchIntImm(IntCond::kGt, value, high, Exit());
+    if (!ConstantInRange(value_reg, low, high)) {
+      if (low != INT64_MIN) b_.BranchIntImm(IntCond::kLt, value, low, Exit());
+      if (high != INT64_MAX) b_.BranchIntImm(IntCond::kGt, value, high, Exit());
+    }
     b_.StoreElement(elem, value, based ? *based : Data(buffer), index);
   }
 
@@ -1744,9 +1766,9 @@ class CodeGen {
       case Op::STORE_F64:
       case Op::STORE_F: StoreFloatElement(a, IndexRegister(a, bb, true), F(c)); break;
       case Op::STORE_I64:
-      case Op::STORE_I: StoreIntElement(a, IndexRegister(a, bb, true), I(c)); break;
+      case Op::STORE_I: StoreIntElement(a, IndexRegister(a, bb, true), c); break;
       case Op::STOREX_F64: StoreFloatElement(a, SumIndex(a, I(bb), I(c), true), F(d)); break;
-      case Op::STOREX_I64: StoreIntElement(a, SumIndex(a, I(bb), I(c), true), I(d)); break;
+      case Op::STOREX_I64: StoreIntElement(a, SumIndex(a, I(bb), I(c), true), d); break;
       // N-d buffers (see vm/opcodes.def): machine code runs only in frames
       // whose views have a contiguous innermost axis (vm/interpreter.cpp), so
       // INDEX_U on that axis is the checked index itself.
@@ -1786,12 +1808,12 @@ class CodeGen {
         break;
       case Op::STOREN_I:
         if (auto folded = folded_.find(pc_); folded != folded_.end()) {
-          StoreIntElement(a, I(folded->second.second), I(c), &folded->second.first);
+          StoreIntElement(a, I(folded->second.second), c, &folded->second.first);
           break;
         }
         CheckOffset(a, bb);
         if (!writable_checked_.count(pc_)) RequireWritable(a);
-        StoreIntElement(a, I(bb), I(c));
+        StoreIntElement(a, I(bb), c);
         break;
       case Op::ADDTO_F64: {
         Int index = IndexRegister(a, bb, true);
