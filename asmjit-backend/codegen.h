@@ -74,7 +74,11 @@ class CodeGen {
   using Float = typename B::Float;
   using Label = typename B::Label;
 
-  CodeGen(B& backend, const FunctionCode& fn) : b_(backend), fn_(fn) {}
+  // `known`: int registers (parameters no instruction writes) whose values
+  // the code may take as constants, for a value specialization; the
+  // interpreter enters such code only with exactly those values.
+  CodeGen(B& backend, const FunctionCode& fn, const std::vector<std::pair<int, int64_t>>& known = {})
+      : b_(backend), fn_(fn), known_(known.begin(), known.end()) {}
 
   // Instructions opcodes.def flags JIT that Generate found no case for:
   // CompileBlob refuses such code, and a unit test compiles every flagged one.
@@ -566,9 +570,15 @@ class CodeGen {
            ConstantInRange(init.b, 0, INT64_MAX);
   }
 
-  int64_t ConstantValueOf(int reg) const { return fn_.constants[reg - fn_.first_constant()].bits; }
+  // A constant register's value, or a value specialization's known one
+  // (ConstantInRange says which registers have one).
+  int64_t ConstantValueOf(int reg) const {
+    auto known = known_.find(reg);
+    return known != known_.end() ? known->second : fn_.constants[reg - fn_.first_constant()].bits;
+  }
 
   bool ConstantInRange(int reg, int64_t low, int64_t high) const {
+    if (auto known = known_.find(reg); known != known_.end()) return known->second >= low && known->second <= high;
     if (!fn_.IsConstantRegister(reg) || KindOf(reg) != Kind::kInt || WrittenIn(reg, 0, fn_.code.size() - 1)) {
       return false;
     }
@@ -819,7 +829,8 @@ class CodeGen {
       switch (KindOf(reg)) {
         case Kind::kInt:
           ints_[reg] = b_.NewInt();
-          b_.LoadInt(ints_[reg], regs, slot);
+          if (auto known = known_.find(reg); known != known_.end()) b_.MovImm(ints_[reg], known->second);
+          else b_.LoadInt(ints_[reg], regs, slot);
           break;
         case Kind::kFloat:
           floats_[reg] = b_.NewFloat();
@@ -1932,6 +1943,7 @@ class CodeGen {
 
   B& b_;
   const FunctionCode& fn_;
+  std::map<int, int64_t> known_;  // a value specialization's constants, by register
   std::vector<Op> missing_;
   std::vector<bool> targets_;
   std::vector<Label> labels_;

@@ -131,7 +131,8 @@ std::string Target() {
 // reaches it; kernels written by hand are far below it.
 constexpr size_t kMaxJitInstructions = 4096;
 
-bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::string* error) {
+bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::string* error,
+                 const KnownValues& known) {
   if (fn.code.size() > kMaxJitInstructions) {
     *error = Format("too large for machine code (%zu instructions; the limit is %zu)", fn.code.size(),
                     kMaxJitInstructions);
@@ -149,7 +150,7 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
 #else
   NativeBackend backend(&code);
 #endif
-  CodeGen<NativeBackend> generator(backend, fn);
+  CodeGen<NativeBackend> generator(backend, fn, known);
   generator.Generate();
   if (!generator.missing().empty()) {
     *error = Format("no machine code for %s, which vm/opcodes.def flags JIT",
@@ -164,14 +165,10 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
   return CopyRelocatable(code, backend.entry_label(), blob, error);
 }
 
-bool InstallBlob(const FunctionCode& fn, FunctionRuntime* runtime, const uint8_t* bytes, size_t size, uint64_t entry,
-                 std::string* error) {
-  if (entry >= size) {
-    *error = "the entry lies outside the code";
-    return false;
-  }
-  // Installed code stays: another thread may be running it (see FunctionRuntime).
-  if (runtime->jit_state.load(std::memory_order_acquire) == JitState::kCompiled) return true;
+namespace {
+
+// Copies code into fresh executable pages (*memory, *mapped bytes).
+bool MapExecutable(const uint8_t* bytes, size_t size, void** memory_out, size_t* mapped_out, std::string* error) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t mapped = (size + page - 1) / page * page;
   void* memory = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -186,6 +183,24 @@ bool InstallBlob(const FunctionCode& fn, FunctionRuntime* runtime, const uint8_t
     return false;
   }
   __builtin___clear_cache(static_cast<char*>(memory), static_cast<char*>(memory) + size);
+  *memory_out = memory;
+  *mapped_out = mapped;
+  return true;
+}
+
+}  // namespace
+
+bool InstallBlob(const FunctionCode& fn, FunctionRuntime* runtime, const uint8_t* bytes, size_t size, uint64_t entry,
+                 std::string* error) {
+  if (entry >= size) {
+    *error = "the entry lies outside the code";
+    return false;
+  }
+  // Installed code stays: another thread may be running it (see FunctionRuntime).
+  if (runtime->jit_state.load(std::memory_order_acquire) == JitState::kCompiled) return true;
+  void* memory = nullptr;
+  size_t mapped = 0;
+  if (!MapExecutable(bytes, size, &memory, &mapped, error)) return false;
   runtime->jit_memory = memory;
   runtime->jit_size = mapped;
   runtime->jit_entry = reinterpret_cast<JitFunction>(static_cast<char*>(memory) + entry);
@@ -209,6 +224,59 @@ bool CompileAndInstall(const FunctionCode& fn, const char* trigger) {
   Report(Format("jit: compiled %s (trigger: %s), %zu bytes in %.2f ms", fn.qualname.c_str(), trigger, blob.bytes.size(),
                 Milliseconds(start)));
   return true;
+}
+
+KnownValues ValuesSeen(const FunctionCode& fn) {
+  KnownValues known;
+  for (size_t k = 0; k < fn.value_params.size(); ++k) {
+    const FunctionRuntime::SeenValue& seen = fn.runtime->seen[k];
+    if (seen.state.load(std::memory_order_relaxed) != FunctionRuntime::kOneValue) continue;
+    known.emplace_back(fn.value_params[k], seen.value.load(std::memory_order_relaxed));
+  }
+  return known;
+}
+
+std::string DescribeValues(const FunctionCode& fn, const KnownValues& known) {
+  std::string text;
+  for (const auto& [reg, value] : known) {
+    if (!text.empty()) text += ", ";
+    text += Format("%s=%lld", fn.params[reg].name.c_str(), static_cast<long long>(value));
+  }
+  return text;
+}
+
+void Specialize(const FunctionCode& fn) {
+  FunctionRuntime& runtime = *fn.runtime;
+  const KnownValues known = ValuesSeen(fn);
+  // Without a loop the constants save a few instructions per call, less
+  // than the compile costs.
+  if (known.empty() || fn.loop_headers.empty()) {
+    runtime.special_state.store(JitState::kUnavailable, std::memory_order_release);
+    return;
+  }
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  Blob blob;
+  std::string error;
+  void* memory = nullptr;
+  size_t mapped = 0;
+  if (!CompileBlob(fn, &blob, nullptr, &error, known) || blob.entry >= blob.bytes.size() ||
+      !MapExecutable(blob.bytes.data(), blob.bytes.size(), &memory, &mapped, &error)) {
+    runtime.special_state.store(JitState::kUnavailable, std::memory_order_release);
+    Report(Format("jit: %s has no specialization: %s", fn.qualname.c_str(), error.c_str()));
+    return;
+  }
+  runtime.special_memory = memory;
+  runtime.special_size = mapped;
+  runtime.special_entry = reinterpret_cast<JitFunction>(static_cast<char*>(memory) + blob.entry);
+  runtime.special_count = static_cast<int>(known.size());
+  for (size_t k = 0; k < known.size(); ++k) {
+    runtime.special_regs[k] = static_cast<uint8_t>(known[k].first);
+    runtime.special_values[k] = known[k].second;
+  }
+  runtime.special_state.store(JitState::kCompiled, std::memory_order_release);
+  Report(Format("jit: specialized %s for %s (other values run the general code), %zu bytes in %.2f ms",
+                fn.qualname.c_str(), DescribeValues(fn, known).c_str(), blob.bytes.size(), Milliseconds(start)));
 }
 
 namespace {
@@ -298,6 +366,9 @@ void Install() {
   std::string mode = setting ? setting : "";
   g_tiering.compile = CompileAndInstall;
   g_tiering.poll = PollPending;
+  // PPY_JIT_SPECIALIZE=0: general code only (to measure what specialization gains).
+  const char* specialize = std::getenv("PPY_JIT_SPECIALIZE");
+  g_tiering.specialize = specialize != nullptr && std::strcmp(specialize, "0") == 0 ? nullptr : Specialize;
   g_tiering.helpers = &Helpers();
   if (mode == "0" || mode == "off") {
     g_tiering.mode = JitMode::kOff;

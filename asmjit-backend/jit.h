@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "asmjit-backend/asmjit_api.h"
@@ -22,9 +23,26 @@ void Install();
 // is keyed: "x86_64-avx" (where the CPU has AVX), "x86_64-sse2" or "aarch64".
 std::string Target();
 
+// Int registers machine code may treat as constants, with their values (a
+// value specialization: parameters FunctionCode::value_params lists).
+using KnownValues = std::vector<std::pair<int, int64_t>>;
+
 // Compiles `fn` to relocatable bytes. `listing`, if not null, receives the
-// assembly.
-bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::string* error);
+// assembly. `known`: a value specialization's constants (none: the general code).
+bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::string* error,
+                 const KnownValues& known = {});
+
+// The known values a specialization of `fn` would have from what its calls
+// showed: its value parameters that kept one value so far.
+KnownValues ValuesSeen(const FunctionCode& fn);
+
+// What a specialization's listing and `ppy run --trace` call it: "cols=16, rows=3".
+std::string DescribeValues(const FunctionCode& fn, const KnownValues& known);
+
+// Compiles and installs fn's value specialization from ValuesSeen, or marks
+// it unavailable (nothing kept one value, no loop to gain from it, or the
+// compile failed); what the tiering hook runs once the general code exists.
+void Specialize(const FunctionCode& fn);
 
 // Maps `blob` executable and makes it `fn`'s machine code, in `runtime` (the
 // function's runtime state, fn.runtime): the code itself is not changed.

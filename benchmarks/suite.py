@@ -12,8 +12,9 @@ machine noise falls on every system alike. Before any time is reported, every
 system must print the same result text for every kernel (the return value, and
 a digest of every buffer the kernel wrote): the suite stops at the first
 disagreement. A figure is the median over rounds of each process's median of K
-timed calls (after one untimed call, for numba's cache load; CPython and the
-ppy interpreter make a single timed call per process instead).
+timed calls (after two untimed calls, for numba's cache load and ppy's value
+specialization, which follows at the second call; CPython and the ppy
+interpreter make a single timed call per process instead).
 
   CPython         the kernel's .ppy file as plain Python (PPY_IMPORT=python)
   ppy interp      PPY_JIT=0
@@ -277,7 +278,7 @@ def main():
             print(f"  ppy JIT ahead of numba on {len(ahead)} of {len(kernels)}: {', '.join(ahead) or '-'}")
         if counts:
             print()
-            print(f"Instructions per call (callgrind, millions; one call after a first untimed one for the compiled "
+            print(f"Instructions per call (callgrind, millions; one call after two untimed ones for the compiled "
                   f"systems), size {args.size}")
             labels = {s[0]: s[3] for s in SYSTEMS}
             print(f"  {'kernel':14s} " + " ".join(f"{labels[n]:>16s}" for n in names if n in counts))

@@ -9,6 +9,7 @@
 
 #include <Python.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -98,11 +99,14 @@ PyObject* SetJitListener(PyObject*, PyObject* listener) {
   Py_RETURN_NONE;
 }
 
-// jit_listing(compiled_module, name) -> the machine code ppy compiles for it.
+// jit_listing(compiled_module, name, values=None) -> the machine code ppy
+// compiles for it: the general code, or with `values` ({parameter: int}) the
+// value specialization the interpreter enters only with exactly those values.
 PyObject* JitListing(PyObject*, PyObject* args) {
   PyObject* module;
   const char* name;
-  if (!PyArg_ParseTuple(args, "O!s:jit_listing", &CompiledModuleType, &module, &name)) return nullptr;
+  PyObject* values = Py_None;
+  if (!PyArg_ParseTuple(args, "O!s|O:jit_listing", &CompiledModuleType, &module, &name, &values)) return nullptr;
   const ModuleCode& code = *reinterpret_cast<CompiledModuleObject*>(module)->code;
   for (const auto& fn : code.functions) {
     if (fn->name != name) continue;
@@ -110,11 +114,41 @@ PyObject* JitListing(PyObject*, PyObject* args) {
       PyErr_SetString(PyExc_RuntimeError, "jit_listing() needs an attached module");
       return nullptr;
     }
+    jit::KnownValues known;
+    if (values != Py_None) {
+      if (!PyDict_Check(values)) {
+        PyErr_SetString(PyExc_TypeError, "jit_listing() values must be a dict {parameter: int}");
+        return nullptr;
+      }
+      PyObject *key, *value;
+      Py_ssize_t pos = 0;
+      while (PyDict_Next(values, &pos, &key, &value)) {
+        const char* param = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+        if (param == nullptr) return PyErr_Occurred() ? nullptr : PyErr_Format(PyExc_TypeError, "a parameter name must be a str");
+        int reg = -1;
+        for (uint8_t candidate : fn->value_params) {
+          if (fn->params[candidate].name == param) reg = candidate;
+        }
+        if (reg < 0) {
+          return PyErr_Format(PyExc_ValueError,
+                              "%s has no int parameter %s that it never assigns: nothing to specialize on", name, param);
+        }
+        const long long number = PyLong_AsLongLong(value);
+        if (number == -1 && PyErr_Occurred()) return nullptr;
+        known.emplace_back(reg, number);
+      }
+      std::sort(known.begin(), known.end());
+    }
     jit::Blob blob;
     std::string listing, error;
-    if (!jit::CompileBlob(*fn, &blob, &listing, &error)) {
+    if (!jit::CompileBlob(*fn, &blob, &listing, &error, known)) {
       PyErr_SetString(PyExc_RuntimeError, error.c_str());
       return nullptr;
+    }
+    if (!known.empty()) {
+      listing = "; specialized for " + jit::DescribeValues(*fn, known) + ": entered only when the frame holds " +
+                "exactly these values (the interpreter's check before it enters machine code);\n" +
+                "; any other values run the general code\n" + listing;
     }
     return PyUnicode_FromString(listing.c_str());
   }
@@ -194,7 +228,7 @@ PyMethodDef kMethods[] = {
     {"jit_load", JitLoad, METH_VARARGS, "jit_load(compiled_module, data, ppy_version, key) -> functions mapped"},
     {"jit_wait", JitWait, METH_VARARGS, "jit_wait(compiled_module, code_path, lock_path, ppy_version, key)"},
     {"jit_mode", JitMode, METH_NOARGS, "jit_mode() -> 'off', 'hot' or 'eager' (PPY_JIT)"},
-    {"jit_listing", JitListing, METH_VARARGS, "jit_listing(compiled_module, name) -> str: the machine code"},
+    {"jit_listing", JitListing, METH_VARARGS, "jit_listing(compiled_module, name, values=None) -> str: the machine code"},
     {"set_jit_listener", SetJitListener, METH_O,
      "set_jit_listener(callable or None): JIT and region events for --trace"},
     {"digest", Digest, METH_O, "digest(data) -> 32 hex digits: the cache's content digest"},

@@ -192,6 +192,10 @@ class ShardedCounter {
   Shard shards_[kCounterShards];
 };
 
+// The most int parameters a function's calls are profiled for (value
+// specialization, FunctionRuntime::seen).
+inline constexpr int kMaxValueParams = 4;
+
 // The per-process runtime state of one function (FunctionCode::runtime): never
 // serialized, never verified, written while the function runs, by any thread.
 struct FunctionRuntime {
@@ -214,6 +218,27 @@ struct FunctionRuntime {
   // on every iteration stays on the interpreter).
   bool jit_enters_at_start = false;
   std::vector<int32_t> jit_loop_entries;
+  // Value specialization (asmjit-backend/jit.cpp, Specialize): what the calls
+  // showed of the int parameters in FunctionCode::value_params (unseen, one
+  // value so far, several), and, once the general code exists, machine code
+  // that treats those that kept one value as constants. The interpreter
+  // enters it only when the frame holds exactly those values (SpecialMatches);
+  // other values run the general code. One specialization per function,
+  // compiled in this process only: the cache never holds one.
+  struct SeenValue {
+    std::atomic<int64_t> value{0};
+    std::atomic<uint8_t> state{0};  // kUnseen, kOneValue, kSeveral
+  };
+  static constexpr uint8_t kUnseen = 0, kOneValue = 1, kSeveral = 2;
+  SeenValue seen[kMaxValueParams];
+  std::atomic<JitState> special_state{JitState::kNone};
+  ShardedCounter special_entries;  // the jit_entries that entered it
+  JitFunction special_entry = nullptr;  // written before special_state (release)
+  void* special_memory = nullptr;
+  size_t special_size = 0;
+  int special_count = 0;
+  uint8_t special_regs[kMaxValueParams] = {};
+  int64_t special_values[kMaxValueParams] = {};
   // What the name of a CALL_METHOD, LOAD_ATTR or STORE_ATTR resolved to on a
   // type, one entry per instruction (allocated at the first lookup): the type,
   // its version tag then, and the descriptor found (a method descriptor for
@@ -266,6 +291,9 @@ struct FunctionCode {
   std::vector<uint8_t> object_params;       // object parameters, owned by the frame
   std::vector<uint8_t> owned_objects;       // other object registers released at exit
   int num_buffer_params = 0;
+  // Int parameters no instruction writes (the first kMaxValueParams): what
+  // value specialization may treat as constants (FunctionRuntime::seen).
+  std::vector<uint8_t> value_params;
   // The pcs some path reaches from a store into a buffer. Machine code does
   // not count its stores (g_effects, see vm/runtime.h): when it leaves at such
   // a pc, the interpreter counts them as done. (Object-mode instructions

@@ -466,17 +466,31 @@ PyObject* ModuleTiers(PyObject* op, PyObject*) {
   return tiers;
 }
 
-// stats() -> [(name, calls, seconds, jit entries, inlined)] for every compiled
-// function; `inlined`: machine code of another function runs its calls in
-// place (not counted in `calls`).
+// stats() -> [(name, calls, seconds, jit entries, inlined, specialization)]
+// for every compiled function; `inlined`: machine code of another function
+// runs its calls in place (not counted in `calls`); `specialization`: None,
+// or (the values it is for, as "cols=16", and the jit entries that entered it).
 PyObject* ModuleStats(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   PyObject* stats = PyList_New(0);
   if (stats == nullptr) return nullptr;
   for (const auto& fn : self->code->functions) {
-    PyObject* item = Py_BuildValue("(sKdKN)", fn->qualname.c_str(), static_cast<unsigned long long>(fn->runtime->calls),
-                                   fn->runtime->nanoseconds / 1e9, static_cast<unsigned long long>(fn->runtime->jit_entries),
-                                   PyBool_FromLong(fn->runtime->jit_inlined.load(std::memory_order_relaxed)));
+    const FunctionRuntime& runtime = *fn->runtime;
+    PyObject* special = nullptr;
+    if (runtime.special_state.load(std::memory_order_acquire) == JitState::kCompiled) {
+      std::string values;
+      for (int k = 0; k < runtime.special_count; ++k) {
+        if (k > 0) values += ", ";
+        values += fn->params[runtime.special_regs[k]].name + "=" + std::to_string(runtime.special_values[k]);
+      }
+      special = Py_BuildValue("(sK)", values.c_str(), static_cast<unsigned long long>(runtime.special_entries));
+    } else {
+      special = Py_NewRef(Py_None);
+    }
+    PyObject* item = special == nullptr ? nullptr
+                     : Py_BuildValue("(sKdKNN)", fn->qualname.c_str(), static_cast<unsigned long long>(runtime.calls),
+                                     runtime.nanoseconds / 1e9, static_cast<unsigned long long>(runtime.jit_entries),
+                                     PyBool_FromLong(runtime.jit_inlined.load(std::memory_order_relaxed)), special);
     if (item == nullptr || PyList_Append(stats, item) < 0) {
       Py_XDECREF(item);
       Py_DECREF(stats);

@@ -461,7 +461,8 @@ int64_t MathToBool(int fn, double x) {
 // (which may let the GIL go). Other threads go on reading the state without
 // the GIL: machine code is published (JitState::kCompiled, stored last) once
 // complete and never replaced while the process runs.
-bool TierUp(const FunctionCode& fn, bool due, const char* trigger) {
+// `due`: the general code is; `special_due`: the value specialization is.
+bool TierUp(const FunctionCode& fn, bool due, const char* trigger, bool special_due) {
   FunctionRuntime& runtime = *fn.runtime;
   const JitState state = runtime.jit_state.load(std::memory_order_acquire);
   if (state == JitState::kPending) {
@@ -472,20 +473,66 @@ bool TierUp(const FunctionCode& fn, bool due, const char* trigger) {
     JitState expected = JitState::kNone;
     if (runtime.jit_state.compare_exchange_strong(expected, JitState::kCompiling)) g_tiering.compile(fn, trigger);
   }
-  return runtime.jit_state.load(std::memory_order_acquire) == JitState::kCompiled;
+  const bool compiled = runtime.jit_state.load(std::memory_order_acquire) == JitState::kCompiled;
+  // The value specialization follows the general code, which the values it
+  // was not made for keep running (compiled here, or mapped from the cache).
+  if (compiled && special_due && runtime.special_state.load(std::memory_order_acquire) == JitState::kNone) {
+    TakeGil();
+    JitState expected = JitState::kNone;
+    if (runtime.special_state.compare_exchange_strong(expected, JitState::kCompiling)) {
+      if (g_tiering.specialize != nullptr) g_tiering.specialize(fn);
+      else runtime.special_state.store(JitState::kUnavailable, std::memory_order_release);
+    }
+  }
+  return compiled;
+}
+
+// Records the values of the function's value parameters in this call (a
+// race between threads only blurs the record: the specialization's entry
+// compares the values anyway).
+void RecordValues(const FunctionCode& fn, const Value* regs) {
+  FunctionRuntime& runtime = *fn.runtime;
+  for (size_t k = 0; k < fn.value_params.size(); ++k) {
+    FunctionRuntime::SeenValue& seen = runtime.seen[k];
+    const int64_t value = regs[fn.value_params[k]].i;
+    const uint8_t state = seen.state.load(std::memory_order_relaxed);
+    if (state == FunctionRuntime::kUnseen) {
+      seen.value.store(value, std::memory_order_relaxed);
+      seen.state.store(FunctionRuntime::kOneValue, std::memory_order_relaxed);
+    } else if (state == FunctionRuntime::kOneValue && seen.value.load(std::memory_order_relaxed) != value) {
+      seen.state.store(FunctionRuntime::kSeveral, std::memory_order_relaxed);
+    }
+  }
+}
+
+// Whether the frame holds the values the function's specialization was made for.
+inline bool SpecialMatches(const FunctionRuntime& runtime, const Value* regs) {
+  for (int k = 0; k < runtime.special_count; ++k) {
+    if (regs[runtime.special_regs[k]].i != runtime.special_values[k]) return false;
+  }
+  return true;
 }
 
 bool TierUpAtCall(const FunctionCode& fn) {
-  // (Compiled: no need to sum the call counter's shards.)
-  if (fn.runtime->jit_state.load(std::memory_order_acquire) == JitState::kCompiled) return true;
+  // Compiled and specialized (or found nothing to specialize): no need to
+  // sum the call counter's shards.
+  const FunctionRuntime& runtime = *fn.runtime;
+  if (runtime.jit_state.load(std::memory_order_acquire) == JitState::kCompiled &&
+      runtime.special_state.load(std::memory_order_relaxed) != JitState::kNone) {
+    return true;
+  }
   const bool eager = g_tiering.mode == JitMode::kEager;
-  return TierUp(fn, eager || fn.runtime->calls >= g_tiering.call_threshold, eager ? "eager" : "calls");
+  const uint64_t calls = fn.runtime->calls;
+  // A second call that shows the same values as the first is reason enough
+  // to specialize (general code mapped from the cache would otherwise run
+  // a loop-heavy function called a few times with no specialization at all).
+  return TierUp(fn, eager || calls >= g_tiering.call_threshold, eager ? "eager" : "calls", eager || calls >= 2);
 }
 
 bool TierUpAtLoop(const FunctionCode& fn) {
   fn.runtime->back_edges += kBackEdgesPerCheck;
-  return TierUp(fn, g_tiering.mode == JitMode::kEager || fn.runtime->back_edges >= g_tiering.back_edge_threshold,
-                "loop");
+  const bool due = g_tiering.mode == JitMode::kEager || fn.runtime->back_edges >= g_tiering.back_edge_threshold;
+  return TierUp(fn, due, "loop", due);
 }
 
 void AddTraceback(const FunctionCode& fn, int pc) {
@@ -1399,9 +1446,11 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   int64_t jit_pc = 0;
   // A prange chunk's error already has this function's frame, at its line.
   bool traced = false;
-  if (chunk == nullptr && g_tiering.mode != JitMode::kOff && views_contiguous && TierUpAtCall(fn) &&
-      fn.runtime->jit_enters_at_start) {
-    goto enter_jit;
+  if (chunk == nullptr && g_tiering.mode != JitMode::kOff) {
+    if (!fn.value_params.empty() && fn.runtime->special_state.load(std::memory_order_relaxed) == JitState::kNone) {
+      RecordValues(fn, regs);
+    }
+    if (views_contiguous && TierUpAtCall(fn) && fn.runtime->jit_enters_at_start) goto enter_jit;
   }
   goto* dispatch[static_cast<uint8_t>(ip->op)];
 
@@ -1421,7 +1470,13 @@ enter_jit : {
   static constexpr ModuleVersions kNoVersions;
   JitCallContext context{g_tiering.helpers, &fn, fn.module != nullptr ? &fn.module->versions : &kNoVersions};
   fn.runtime->jit_entries.Bump(nogil);
-  int64_t outcome = fn.runtime->jit_entry(regs, result, &context, jit_pc);
+  JitFunction entry = fn.runtime->jit_entry;
+  if (fn.runtime->special_state.load(std::memory_order_acquire) == JitState::kCompiled &&
+      SpecialMatches(*fn.runtime, regs)) {
+    entry = fn.runtime->special_entry;
+    fn.runtime->special_entries.Bump(nogil);
+  }
+  int64_t outcome = entry(regs, result, &context, jit_pc);
   if (outcome != kJitReturned) {
     // Machine code does not count its stores: leaving where one may have run
     // counts them (FunctionCode::after_store).

@@ -81,6 +81,16 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
     fn->after_store = ReachedFromStores(*fn);
     std::sort(fn->loop_headers.begin(), fn->loop_headers.end());
     fn->loop_headers.erase(std::unique(fn->loop_headers.begin(), fn->loop_headers.end()), fn->loop_headers.end());
+    // Int parameters that keep the caller's value for the whole call.
+    fn->value_params.clear();
+    for (int reg = 0; reg < fn->num_params() && fn->value_params.size() < kMaxValueParams; ++reg) {
+      if (fn->registers[reg].kind != Kind::kInt) continue;
+      bool written = false;
+      for (const Instr& in : fn->code) {
+        ForEachRegister(in, [&](int64_t r, bool, bool writes) { written |= writes && r == reg; });
+      }
+      if (!written) fn->value_params.push_back(static_cast<uint8_t>(reg));
+    }
     fn->object_params.clear();
     fn->owned_objects.clear();
     fn->num_buffer_params = 0;

@@ -43,6 +43,9 @@ struct Tiering {
   // For a function whose machine code is pending: looks for it (at most every
   // few milliseconds) and maps it, or gives up waiting if its builder is gone.
   void (*poll)(const FunctionCode& fn) = nullptr;
+  // Compiles fn's value specialization from what its calls showed (sets
+  // fn.runtime->special_state), once its general code exists.
+  void (*specialize)(const FunctionCode& fn) = nullptr;
   // The helper table machine code calls through.
   const void* helpers = nullptr;
 };

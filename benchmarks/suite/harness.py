@@ -23,7 +23,7 @@ The python, interp and jit systems get memoryviews of the inputs (so that plain
 Python reads Python ints and floats, as ppy does); numba gets the numpy
 arrays; Cython's typed memoryviews get the memoryviews; C gets pointers and
 lengths. With SUITE_CALLGRIND=1 and SUITE_REGION=<library>, one call of each
-kernel (after a first, untimed one for the compiled systems) runs inside the
+kernel (after two untimed ones for the compiled systems) runs inside the
 library's `suite_region` (build.py), whose callgrind client requests count
 that call alone and dump the count (run under callgrind --collect-atstart=no).
 """
@@ -235,7 +235,11 @@ def run(system, size, repeats, kernels):
         times = []
         result = None
         if system not in SLOW_SYSTEMS or repeats == 0:
-            result = function(*passed)  # numba's cache load, first-call costs: untimed
+            # Untimed: numba's cache load and first-call costs, and ppy's
+            # value specialization, which its JIT compiles at the second call
+            # that shows the same int arguments (docs/benchmarks.md).
+            for _ in range(2):
+                result = function(*passed)
         if region is not None:
             holder = []
             callback = ctypes.CFUNCTYPE(None)(lambda: holder.append(function(*passed)))

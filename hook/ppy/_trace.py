@@ -87,12 +87,15 @@ def functions_bound(name, metadata, compiled, source_path=None):
 def _summary():
     rows = []
     inlined = []
+    specialized = []
     for module_name, compiled in _modules:
-        for function, calls, seconds, entries, in_place in compiled.stats():
+        for function, calls, seconds, entries, in_place, special in compiled.stats():
             if calls:
                 rows.append((seconds, calls, entries, f"{module_name}.{function}"))
             if in_place:
                 inlined.append(f"{module_name}.{function}")
+            if special is not None:
+                specialized.append((f"{module_name}.{function}", special[0], special[1]))
     _emit("summary: calls, time (inclusive) and entries into machine code per compiled function")
     for seconds, calls, entries, name in sorted(rows, reverse=True):
         _emit(f"  {name:40s} {calls:10d} calls {seconds * 1000:12.3f} ms {entries:10d} jit entries")
@@ -101,6 +104,10 @@ def _summary():
               " (calls made that way are not counted above)")
         for name in inlined:
             _emit(f"  {name}")
+    if specialized:
+        _emit("summary: value specializations (of the jit entries above, those that entered one)")
+        for name, values, entries in specialized:
+            _emit(f"  {name:40s} {entries:10d} entries for {values}")
     regions = [(f"{module_name}.{name}", calls, ops, python_calls)
                for module_name, compiled in _modules
                for name, calls, ops, python_calls in compiled.region_stats() if calls]

@@ -3,7 +3,8 @@
     ppy build [--warm] [-v] PATH...   build every .ppy module under PATH into its cache
     ppy check [-v] PATH...            report errors as file:line:col: error: message
     ppy run [--trace] FILE [ARGS...]  run a .ppy file as __main__, natively
-    ppy dis [--jit] FILE [FUNC]       print the bytecode (or machine code) of FILE's compiled functions
+    ppy dis [--jit [--value NAME=INT]...] FILE [FUNC]
+                                      print the bytecode (or machine code, general or specialized)
     ppy clean [--user] [PATH...]      remove .ppy-cache folders under PATH (--user: the per-user cache)
 
 build, check and clean are silent and exit 0 on success.
@@ -222,10 +223,25 @@ def _command_dis(args):
     if not args.jit:
         sys.stdout.write(loaded.compiled.dis(args.function))
         return 0
+    values = {}
+    for setting in args.value or []:
+        param, _, number = setting.partition("=")
+        try:
+            values[param] = int(number)
+        except ValueError:
+            print(f"--value takes NAME=INT, not {setting!r}", file=sys.stderr)
+            return 2
+    if values and args.function is None:
+        print("--value needs FUNC: the function to specialize", file=sys.stderr)
+        return 2
     loaded.compiled.attach({"__name__": _module_name(args.file), "__builtins__": __builtins__})
     for name in names if args.function is None else [args.function]:
         print(f"machine code of {name} ({_ppy.JIT_TARGET}):")
-        sys.stdout.write(_ppy.jit_listing(loaded.compiled, name))
+        try:
+            sys.stdout.write(_ppy.jit_listing(loaded.compiled, name, values or None))
+        except ValueError as error:
+            print(f"ppy dis: {error}", file=sys.stderr)
+            return 2
     return 0
 
 
@@ -303,6 +319,8 @@ def _parser():
 
     dis = commands.add_parser("dis", help="print the bytecode (or machine code) of compiled functions")
     dis.add_argument("--jit", action="store_true", help="print the machine code instead")
+    dis.add_argument("--value", action="append", metavar="NAME=INT",
+                     help="with --jit: the value specialization for these int arguments (repeatable)")
     dis.add_argument("file", metavar="FILE")
     dis.add_argument("function", nargs="?", metavar="FUNC")
     dis.set_defaults(run=_command_dis)

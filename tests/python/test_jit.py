@@ -3,6 +3,7 @@ cache rules for machine code."""
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -291,5 +292,62 @@ def test_small_callees_run_in_place_of_their_calls(runner, tmp_path, warm):
     assert times_calls == 1 and times_entries == 1, run.stderr
     weight_calls, _ = trace_counts(run.stderr, "kernel.weight")
     assert weight_calls == 1, run.stderr
-    inlined = run.stderr.split("summary: inlined:", 1)[1].splitlines()[1:]
-    assert [line.split()[-1] for line in inlined] == ["kernel.weight"], run.stderr
+    section = run.stderr.split("summary: inlined:", 1)[1].splitlines()[1:]
+    inlined = [line.split()[-1] for line in section if re.match(r"ppy trace:   \S+$", line)]
+    assert inlined == ["kernel.weight"], run.stderr
+
+
+SPECIALIZED = """
+from ppy import Buffer
+
+
+def interactions(out: Buffer[float], rows: int, cols: int) -> float:
+    total: float = 0.0
+    for r in range(rows):
+        base: int = r * cols
+        for i in range(cols):
+            total += out[base + i] * out[base + (i + 1) % cols]
+    return total
+"""
+
+SPECIALIZED_CALLS = """
+import array, ppy, kernel
+out = array.array("d", [((k * 37) % 101) / 7.0 - 5.0 for k in range(1600)])
+print([kernel.interactions(out, 100, 16) for _ in range(4)])
+print(kernel.interactions(out, 50, 32), kernel.interactions(out, 80, 20), kernel.interactions(out, 100, 16))
+"""
+
+
+def test_int_arguments_that_keep_one_value_get_a_specialization(runner, tmp_path):
+    (tmp_path / "kernel.ppy").write_text(SPECIALIZED)
+    # General code from the cache (entered at every call), the specialization
+    # compiled in the process.
+    build = runner.ppy("build", "--warm", tmp_path)
+    assert build.returncode == 0, build.stderr
+    run = runner.python("-c", SPECIALIZED_CALLS, cwd=tmp_path, PPY_TRACE="1")
+    expected = runner.python("-c", SPECIALIZED_CALLS, cwd=tmp_path, PPY_IMPORT="python")
+    assert run.stdout == expected.stdout, run.stderr
+    # Specialized at the second call with the same values; the calls with
+    # other values entered the general code.
+    assert "jit: specialized interactions for rows=100, cols=16 (other values run the general code)" in run.stderr
+    calls, entries = trace_counts(run.stderr, "kernel.interactions")
+    assert calls == 7, run.stderr
+    special = re.search(r"^ppy trace:\s+kernel\.interactions\s+(\d+) entries for rows=100, cols=16$", run.stderr, re.M)
+    assert special is not None, run.stderr
+    assert 0 < int(special.group(1)) < entries, run.stderr
+    # PPY_JIT_SPECIALIZE=0 keeps to the general code.
+    general = runner.python("-c", SPECIALIZED_CALLS, cwd=tmp_path, PPY_TRACE="1", PPY_JIT_SPECIALIZE="0")
+    assert general.stdout == expected.stdout and "specialized" not in general.stderr, general.stderr
+
+
+def test_dis_shows_a_specialization_and_its_guard(runner, tmp_path):
+    (tmp_path / "kernel.ppy").write_text(SPECIALIZED)
+    general = runner.ppy("dis", "--jit", tmp_path / "kernel.ppy", "interactions")
+    special = runner.ppy("dis", "--jit", "--value", "cols=16", tmp_path / "kernel.ppy", "interactions")
+    assert general.returncode == 0 and special.returncode == 0, (general.stderr, special.stderr)
+    assert "; specialized for cols=16: entered only when the frame holds exactly these values" in special.stdout
+    assert "specialized" not in general.stdout
+    # `% cols` divides in the general code, masks in the specialized one.
+    assert ("div" in general.stdout) and ("div" not in special.stdout.replace("vdivsd", "").replace("fdiv", ""))
+    bad = runner.ppy("dis", "--jit", "--value", "out=3", tmp_path / "kernel.ppy", "interactions")
+    assert bad.returncode == 2 and "no int parameter out that it never assigns" in bad.stderr

@@ -212,6 +212,110 @@ def use(n: int, x: float) -> float:
   }
 }
 
+// Small callees machine code runs in place of their calls (InlinableCallee),
+// behind the guard on the module's namespace version: the unit tests run
+// without a namespace, so the test sets the version words itself. Overflows
+// and a division by zero inside the inlined code make the real call.
+TEST_F(Jit, InlinedCallsAgreeWithTheInterpreter) {
+  auto compiled = Compile(R"(
+def weight(i: int, j: int) -> float:
+    return 1.0 / ((i + j) * (i + j + 1) // 2 + i + 1)
+def clamp(x: float, low: float, high: float) -> float:
+    if x < low:
+        return low
+    if x > high:
+        return high
+    return x
+def octant(k: int) -> int:
+    return k // 8 + k % 8 * 100 + k % 4096 - k // 1
+def total(n: int, shift: int) -> float:
+    t = 0.0
+    for i in range(n):
+        t += weight(i + shift, i) * clamp(i * 0.1, -1.0, 2.0) + octant(i * 7919 + shift)
+    return t
+)");
+  const FunctionCode& total = compiled->function("total");
+  const FunctionCode& weight = compiled->function("weight");
+  for (const char* name : {"weight", "clamp", "octant"}) {
+    EXPECT_TRUE(jit::InlinableCallee(total, compiled->function(name))) << name;
+  }
+  EXPECT_FALSE(jit::InlinableCallee(total, total));
+  auto& module = const_cast<ModuleCode&>(*total.module);
+  uint64_t version = 7;
+  module.versions.globals = &version;
+  for (const auto& fn : module.functions) fn->runtime->globals_version = 7;
+  for (int64_t shift : {int64_t{0}, int64_t{-40}, int64_t{-1}, int64_t{1} << 40, INT64_MAX / 2, INT64_MIN / 2,
+                        INT64_MAX - 10}) {
+    ExpectSame(*compiled, "total", {IntValue(60), IntValue(shift)});
+  }
+  // Machine code ran weight's code in place: its calls were not made.
+  g_tiering.mode = JitMode::kHot;
+  uint64_t calls = weight.runtime->calls;
+  EXPECT_EQ(testing::Call(*compiled, "total", {IntValue(60), IntValue(0)}), testing::Call(*compiled, "total", {IntValue(60), IntValue(0)}));
+  EXPECT_LT(weight.runtime->calls - calls, 10u);
+  // The name no longer holds the callee (the version moved on): real calls.
+  version = 8;
+  calls = weight.runtime->calls;
+  ExpectSame(*compiled, "total", {IntValue(60), IntValue(3)});
+  EXPECT_GE(weight.runtime->calls - calls, 120u);
+  g_tiering.mode = JitMode::kOff;
+  module.versions.globals = nullptr;
+}
+
+// A value specialization (jit::Specialize) treats the int parameters that
+// kept one value as constants; the interpreter enters it only with those
+// values, and other values run the general code.
+TEST_F(Jit, ValueSpecializationsAgreeWithTheInterpreter) {
+  const char* source = R"(
+def divide(n: int, d: int) -> int:
+    t = 0
+    for k in range(-n, n):
+        t += (k * 7) // d * 3 + (k * 5) % d
+    return t
+def limits(start: int, stop: int, step: int) -> int:
+    t = 0
+    for k in range(start, stop, step):
+        t = t * 3 % 1000003 + k
+    return t
+)";
+  for (int64_t value : {int64_t{16}, int64_t{1}, int64_t{2}, int64_t{3}, int64_t{-4}, int64_t{-16}, int64_t{0},
+                        int64_t{1} << 40, INT64_MIN, INT64_MAX}) {
+    auto compiled = Compile(source);
+    for (const char* name : {"divide", "limits"}) {
+      const FunctionCode& fn = compiled->function(name);
+      const int param = fn.num_params() - 1;  // d, step
+      auto args = [&](int64_t v) {
+        std::vector<Value> values = {IntValue(std::string(name) == "divide" ? 100 : -50), IntValue(50), IntValue(v)};
+        values.resize(fn.num_params());
+        values[param] = IntValue(v);
+        return values;
+      };
+      g_tiering.mode = JitMode::kOff;
+      const int64_t different = value == INT64_MAX ? value - 1 : value + 1;
+      const std::string expected = testing::Call(*compiled, name, args(value));
+      const std::string other = testing::Call(*compiled, name, args(different));
+      ASSERT_EQ(fn.value_params.back(), param);
+      FunctionRuntime& runtime = *fn.runtime;
+      for (size_t k = 0; k < fn.value_params.size(); ++k) {
+        runtime.seen[k].state = k + 1 == fn.value_params.size() ? FunctionRuntime::kOneValue : FunctionRuntime::kSeveral;
+      }
+      runtime.seen[fn.value_params.size() - 1].value = value;
+      g_tiering.mode = JitMode::kHot;
+      ASSERT_TRUE(runtime.jit_state == JitState::kCompiled || jit::CompileAndInstall(fn, "test")) << name;
+      runtime.special_state = JitState::kCompiling;
+      jit::Specialize(fn);
+      ASSERT_EQ(runtime.special_state, JitState::kCompiled) << name << " " << value;
+      uint64_t entries = runtime.special_entries;
+      EXPECT_EQ(testing::Call(*compiled, name, args(value)), expected) << name << " " << value;
+      EXPECT_GT(runtime.special_entries, entries) << name << " " << value;
+      entries = runtime.special_entries;
+      EXPECT_EQ(testing::Call(*compiled, name, args(different)), other) << name << " " << value;
+      EXPECT_EQ(runtime.special_entries, entries) << name << " " << value;
+      g_tiering.mode = JitMode::kOff;
+    }
+  }
+}
+
 // The value of a Python expression (with the builtins), a new reference.
 PyObject* EvalExpression(const std::string& code) {
   PyObject* globals = PyDict_New();
