@@ -296,11 +296,26 @@ class CodeGen {
     std::vector<int> chain;  // the INDEX_U and ADD_I pcs that compute the offset, and the index's def
     Int based;
   };
+  // An access whose index is counter * scale + the sum of `terms`, every
+  // register but the counter unchanged by the loop (buf[k * n + j],
+  // s[6 * j + 3]): the index moves monotonically with the counter, so the
+  // guard checks it at the first and the last iteration, and the body's
+  // access needs no check. (The index computation itself still runs, with
+  // its overflow checks.)
+  struct AffineAccess {
+    int buffer;
+    bool store;
+    int scale;  // a register, or -1 for 1 (buf[t + counter])
+    // (register, pc): a register the loop never writes (pc -1), or one it
+    // recomputes alike each iteration at pc (InvariantDefinition)
+    std::vector<std::pair<int, int>> terms;
+  };
   struct CountedLoop {
     int header = 0;
     int counter = 0;
     int limit = 0;
     std::vector<Access> accesses;
+    std::vector<AffineAccess> affine;
     std::vector<int> nonzero_floats;  // float divisors the loop does not change
     std::vector<int> nonzero_ints;    // int divisors the loop does not change
     std::vector<int> exact_doubles;   // ints compared with floats, unchanged by the loop
@@ -326,6 +341,89 @@ class CodeGen {
     Int left;    // iterations until the next Ctrl-C check or the loop's end (see ChunkStart)
     Label body;  // after the guard: where the back edge goes
   };
+
+  // The accesses of the loop [header, end) whose index is affine in the
+  // counter (AffineAccess), among those still checked: the index register's
+  // last write before the access, on the body's straight path, is
+  //   MUL_I x, counter, s  (or s, counter)             index = counter * s
+  //   ADD_I x, m, t  (or t, m), m = counter * s as above, earlier on that
+  //                  path, or m the counter itself
+  // with s unchanged by the loop and t unchanged or recomputed alike each
+  // iteration from unchanged values; LOADX/STOREX add their invariant second
+  // register as one more term.
+  void FindAffineAccesses(CountedLoop& loop, int end) {
+    auto invariant = [&](int reg) { return !WrittenIn(reg, loop.header, end); };
+    // The straight-path write of `reg` before `use`, or -1.
+    auto last_write = [&](int reg, int use) {
+      for (int pc = use - 1; pc >= loop.header; --pc) {
+        if (targets_[pc + 1]) return -1;
+        RegisterSet reads, writes;
+        RegistersOf(fn_, fn_.code[pc], &reads, &writes);
+        if (writes[reg]) return pc;
+      }
+      return -1;
+    };
+    // counter * s computed into `reg` at def: s, or -1.
+    auto scale_of = [&](int def) {
+      if (def < 0) return -1;
+      const Instr& in = fn_.code[def];
+      if (in.op != Op::MUL_I) return -1;
+      if (in.b == loop.counter && in.c != loop.counter && invariant(in.c)) return static_cast<int>(in.c);
+      if (in.c == loop.counter && in.b != loop.counter && invariant(in.b)) return static_cast<int>(in.b);
+      return -1;
+    };
+    for (int pc = loop.header; pc < end; ++pc) {
+      if (!checked_[pc]) continue;
+      const Instr& in = fn_.code[pc];
+      int buffer = -1, index = -1, extra = -1;
+      bool store = false;
+      switch (in.op) {
+        case Op::LOAD_F64: case Op::LOAD_I64: case Op::LOAD_F: case Op::LOAD_I:
+          buffer = in.b; index = in.c; break;
+        case Op::STORE_F64: case Op::STORE_I64: case Op::STORE_F: case Op::STORE_I:
+          buffer = in.a; index = in.b; store = true; break;
+        case Op::LOADX_F64: case Op::LOADX_I64:
+          buffer = in.b; index = in.c; extra = in.d; break;
+        case Op::STOREX_F64: case Op::STOREX_I64:
+          buffer = in.a; index = in.b; extra = in.c; store = true; break;
+        default: continue;
+      }
+      if (!invariant(buffer)) continue;
+      if (extra >= 0 && !invariant(extra)) {
+        if (!invariant(index)) continue;
+        std::swap(index, extra);  // (the affine one first)
+      }
+      AffineAccess access{buffer, store, -1, {}};
+      if (extra >= 0) access.terms.emplace_back(extra, -1);
+      const int def = last_write(index, pc);
+      if (def < 0) continue;
+      const Instr& sum = fn_.code[def];
+      access.scale = scale_of(def);
+      bool affine = access.scale >= 0;
+      if (!affine && sum.op == Op::ADD_I && sum.b != sum.c) {
+        for (auto [product, term] : {std::pair<int, int>{sum.b, sum.c}, std::pair<int, int>{sum.c, sum.b}}) {
+          if (term == loop.counter) continue;
+          int term_def = -1;
+          if (!invariant(term)) {
+            term_def = InvariantDefinition(term, def, loop.header, end);
+            if (term_def < 0) continue;
+          }
+          if (product == loop.counter) {
+            access.scale = -1;
+          } else {
+            access.scale = scale_of(last_write(product, def));
+            if (access.scale < 0) continue;
+          }
+          affine = true;
+          access.terms.emplace_back(term, term_def);
+          break;
+        }
+      }
+      if (!affine) continue;
+      loop.affine.push_back(access);
+      checked_[pc] = false;
+    }
+  }
 
   // Whether R[reg] at `use` is a copy of the counter of the loop at `header`
   // made earlier on the body's straight path (`for i in range(n)` where the
@@ -397,6 +495,7 @@ class CodeGen {
         access_base_[pc] = base;
         access_base_def_[pc] = base_def;
       }
+      FindAffineAccesses(loop, end);
       FindAxisIndexes(loop, end);
       // Checks of values the loop never changes: made once, at its entry.
       for (int pc = loop.header; pc < end; ++pc) {
@@ -430,7 +529,8 @@ class CodeGen {
         }
       }
       for (int reg : loop.exact_doubles) converted_[reg] = Float();
-      bool guards = !loop.accesses.empty() || !loop.axis_indexes.empty() || !loop.nonzero_floats.empty() ||
+      bool guards = !loop.accesses.empty() || !loop.affine.empty() || !loop.axis_indexes.empty() ||
+                    !loop.nonzero_floats.empty() ||
                     !loop.nonzero_ints.empty() || !loop.exact_doubles.empty();
       if (guards) {
         counted_loops_[loop.header] = loop;
@@ -687,6 +787,35 @@ class CodeGen {
       b_.BranchIntImm(IntCond::kLt, first, 0, Exit());
       b_.BranchInt(IntCond::kGt, last, length_[access.buffer], Exit());
       if (access.store) RequireWritable(access.buffer);
+    }
+    // Affine indexes: in range at the first and the last iteration (either
+    // may be the larger), so at every one. An overflow on the way leaves.
+    for (const AffineAccess& access : loop.affine) {
+      Int first = b_.NewInt(), last = b_.NewInt();
+      b_.AddImm(last, I(loop.limit), -1);  // (limit > counter: no overflow)
+      if (access.scale >= 0) {
+        b_.MulChecked(first, I(loop.counter), I(access.scale), Exit());
+        b_.MulChecked(last, last, I(access.scale), Exit());
+      } else {
+        b_.Mov(first, I(loop.counter));
+      }
+      for (auto [term, def] : access.terms) {
+        Int value = I(term);
+        if (def >= 0) {  // what the loop's computation will give
+          const Instr& in = fn_.code[def];
+          value = b_.NewInt();
+          if (in.op == Op::ADD_I) b_.AddChecked(value, I(in.b), I(in.c), Exit());
+          if (in.op == Op::SUB_I) b_.SubChecked(value, I(in.b), I(in.c), Exit());
+          if (in.op == Op::MUL_I) b_.MulChecked(value, I(in.b), I(in.c), Exit());
+        }
+        b_.AddChecked(first, first, value, Exit());
+        b_.AddChecked(last, last, value, Exit());
+      }
+      const Int& bound = access.store ? store_length_[access.buffer] : length_[access.buffer];
+      for (const Int& index : {first, last}) {
+        b_.BranchIntImm(IntCond::kLt, index, 0, Exit());
+        b_.BranchInt(IntCond::kGe, index, bound, Exit());
+      }
     }
     // The loop gets its own copy of each buffer's data pointer: a short-lived
     // register the allocator keeps in the loop, while the function-long one may
