@@ -236,15 +236,6 @@ KnownValues ValuesSeen(const FunctionCode& fn) {
   return known;
 }
 
-std::string DescribeValues(const FunctionCode& fn, const KnownValues& known) {
-  std::string text;
-  for (const auto& [reg, value] : known) {
-    if (!text.empty()) text += ", ";
-    text += Format("%s=%lld", fn.params[reg].name.c_str(), static_cast<long long>(value));
-  }
-  return text;
-}
-
 void Specialize(const FunctionCode& fn) {
   FunctionRuntime& runtime = *fn.runtime;
   const KnownValues known = ValuesSeen(fn);

@@ -36,9 +36,6 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
 // showed: its value parameters that kept one value so far.
 KnownValues ValuesSeen(const FunctionCode& fn);
 
-// What a specialization's listing and `ppy run --trace` call it: "cols=16, rows=3".
-std::string DescribeValues(const FunctionCode& fn, const KnownValues& known);
-
 // Compiles and installs fn's value specialization from ValuesSeen, or marks
 // it unavailable (nothing kept one value, no loop to gain from it, or the
 // compile failed); what the tiering hook runs once the general code exists.

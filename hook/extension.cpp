@@ -146,7 +146,7 @@ PyObject* JitListing(PyObject*, PyObject* args) {
       return nullptr;
     }
     if (!known.empty()) {
-      listing = "; specialized for " + jit::DescribeValues(*fn, known) + ": entered only when the frame holds " +
+      listing = "; specialized for " + DescribeValues(*fn, known) + ": entered only when the frame holds " +
                 "exactly these values (the interpreter's check before it enters machine code);\n" +
                 "; any other values run the general code\n" + listing;
     }

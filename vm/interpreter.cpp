@@ -755,6 +755,17 @@ bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value
 
 }  // namespace
 
+std::string DescribeValues(const FunctionCode& fn, const std::vector<std::pair<int, int64_t>>& values) {
+  std::string text;
+  for (const auto& [reg, value] : values) {
+    if (!text.empty()) text += ", ";
+    text += fn.params[reg].name + "=";
+    if (fn.params[reg].type == ValueType::kBool) text += value != 0 ? "True" : "False";
+    else text += std::to_string(value);
+  }
+  return text;
+}
+
 void WatchGlobals(ModuleCode& module) {
   static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t), "machine code reads versions as plain words");
 #if PY_VERSION_HEX >= 0x030C0000

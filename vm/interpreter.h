@@ -1,6 +1,10 @@
 // The interpreter: runs a verified FunctionCode on typed registers.
 #pragma once
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "vm/code.h"
 #include "vm/runtime.h"
 
@@ -33,6 +37,11 @@ bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* re
 // lookup while the namespace is unchanged (3.11 reads the dict's version
 // tag). Under the GIL, after the module's globals are set.
 void WatchGlobals(ModuleCode& module);
+
+// The values a value specialization is for, as the trace, `ppy dis --jit
+// --value` and stats() say them: "rows=100, cols=16, flip=True" (registers of
+// fn's parameters, with their values).
+std::string DescribeValues(const FunctionCode& fn, const std::vector<std::pair<int, int64_t>>& values);
 
 // Whether calls are timed, for `ppy run --trace`'s summary.
 void SetProfiling(bool enabled);
