@@ -85,12 +85,8 @@ class CodeGen {
   const std::vector<Op>& missing() const { return missing_; }
 
   void Generate() {
-    Analyze();
+    Prepare();
     const int n = static_cast<int>(fn_.code.size());
-    labels_.resize(n);
-    for (int pc = 0; pc < n; ++pc) {
-      if (targets_[pc]) labels_[pc] = b_.NewLabel();
-    }
     Int regs, result, context;
     b_.Begin(&regs, &result, &context, &entry_pc_);
     // The frame, the result and the context are needed only at exits, returns
@@ -264,6 +260,25 @@ class CodeGen {
     }
   }
 
+  // A 1-d buffer access: its buffer, its index register, and for the
+  // buf[base + index] forms (LOADX, STOREX) the base, -1 for the others.
+  // False for any other instruction.
+  static bool FlatAccessOf(const Instr& in, int* buffer, int* base, int* index, bool* store) {
+    *base = -1;
+    *store = false;
+    switch (in.op) {
+      case Op::LOAD_F64: case Op::LOAD_I64: case Op::LOAD_F: case Op::LOAD_I:
+        *buffer = in.b; *index = in.c; return true;
+      case Op::STORE_F64: case Op::STORE_I64: case Op::STORE_F: case Op::STORE_I:
+        *buffer = in.a; *index = in.b; *store = true; return true;
+      case Op::LOADX_F64: case Op::LOADX_I64:
+        *buffer = in.b; *base = in.c; *index = in.d; return true;
+      case Op::STOREX_F64: case Op::STOREX_I64:
+        *buffer = in.a; *base = in.b; *index = in.c; *store = true; return true;
+      default: return false;
+    }
+  }
+
   // A loop `for counter in range(k, limit)` closed by FORLOOP_INC, starting at a
   // constant k >= 0: pcs [header, end) are its body.
   struct RangedLoop {
@@ -373,21 +388,9 @@ class CodeGen {
       return -1;
     };
     for (int pc = loop.header; pc < end; ++pc) {
-      if (!checked_[pc]) continue;
-      const Instr& in = fn_.code[pc];
-      int buffer = -1, index = -1, extra = -1;
-      bool store = false;
-      switch (in.op) {
-        case Op::LOAD_F64: case Op::LOAD_I64: case Op::LOAD_F: case Op::LOAD_I:
-          buffer = in.b; index = in.c; break;
-        case Op::STORE_F64: case Op::STORE_I64: case Op::STORE_F: case Op::STORE_I:
-          buffer = in.a; index = in.b; store = true; break;
-        case Op::LOADX_F64: case Op::LOADX_I64:
-          buffer = in.b; index = in.c; extra = in.d; break;
-        case Op::STOREX_F64: case Op::STOREX_I64:
-          buffer = in.a; index = in.b; extra = in.c; store = true; break;
-        default: continue;
-      }
+      int buffer, extra, index;
+      bool store;
+      if (!checked_[pc] || !FlatAccessOf(fn_.code[pc], &buffer, &extra, &index, &store)) continue;
       if (!invariant(buffer)) continue;
       if (extra >= 0 && !invariant(extra)) {
         if (!invariant(index)) continue;
@@ -464,20 +467,9 @@ class CodeGen {
         ranged_loops_.push_back({loop.header, end, loop.counter, loop.limit});
       }
       for (int pc = loop.header; pc < end; ++pc) {
-        const Instr& in = fn_.code[pc];
-        int buffer = -1, base = -1, index = -1;
-        bool store = false;
-        switch (in.op) {
-          case Op::LOAD_F64: case Op::LOAD_I64: case Op::LOAD_F: case Op::LOAD_I:
-            buffer = in.b; index = in.c; break;
-          case Op::STORE_F64: case Op::STORE_I64: case Op::STORE_F: case Op::STORE_I:
-            buffer = in.a; index = in.b; store = true; break;
-          case Op::LOADX_F64: case Op::LOADX_I64:
-            buffer = in.b; base = in.c; index = in.d; break;
-          case Op::STOREX_F64: case Op::STOREX_I64:
-            buffer = in.a; base = in.b; index = in.c; store = true; break;
-          default: continue;
-        }
+        int buffer, base, index;
+        bool store;
+        if (!FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store)) continue;
         if (base == loop.counter) std::swap(base, index);
         if (index != loop.counter && base < 0 && CopiesCounter(index, pc, loop.header, loop.counter)) {
           index = loop.counter;  // (the same value: the body never writes the counter)
@@ -943,13 +935,25 @@ class CodeGen {
     return value;
   }
 
-  void LoadRegisters(const Int& regs) {
+  // The analyses, a label per jump target, and a slot per register for its
+  // virtual registers (made as the code needs them).
+  void Prepare() {
+    Analyze();
+    const int n = static_cast<int>(fn_.code.size());
+    labels_.resize(n);
+    for (int pc = 0; pc < n; ++pc) {
+      if (targets_[pc]) labels_[pc] = b_.NewLabel();
+    }
     const int count = fn_.num_registers();
     ints_.resize(count);
     floats_.resize(count);
     data_.resize(count);
     length_.resize(count);
     store_length_.resize(count);
+  }
+
+  void LoadRegisters(const Int& regs) {
+    const int count = fn_.num_registers();
     ticks_ = b_.NewInt();
     b_.MovImm(ticks_, kBackEdgesPerCheck);
     for (int reg = 0; reg < count; ++reg) {
@@ -1092,18 +1096,9 @@ class CodeGen {
     if (ppy::KindOf(fn_.result) == Kind::kFloat) inline_result_float_ = caller.F(result);
     else inline_result_int_ = caller.I(result);
     context_slot_ = caller.context_slot_;
-    Analyze();
+    Prepare();
     const int n = static_cast<int>(fn_.code.size());
-    labels_.resize(n);
-    for (int pc = 0; pc < n; ++pc) {
-      if (targets_[pc]) labels_[pc] = b_.NewLabel();
-    }
     const int count = fn_.num_registers();
-    ints_.resize(count);
-    floats_.resize(count);
-    data_.resize(count);
-    length_.resize(count);
-    store_length_.resize(count);
     for (int reg = 0; reg < count; ++reg) {
       if (!used_[reg]) continue;
       const bool is_float = KindOf(reg) == Kind::kFloat;
