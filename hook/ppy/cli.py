@@ -203,6 +203,9 @@ def _command_run(args):
 def _command_dis(args):
     from ppy import _hook, _ppy
 
+    if args.value and not args.jit:
+        print("--value needs --jit: a value specialization is machine code", file=sys.stderr)
+        return 2
     loaded = _hook.load(args.file, _module_name(args.file), _finder_near(args.file))
     names = loaded.compiled.function_names()
     regions = {f["name"]: f["region"] for f in loaded.metadata["functions"] if f["region"] >= 0}

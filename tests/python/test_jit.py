@@ -351,3 +351,5 @@ def test_dis_shows_a_specialization_and_its_guard(runner, tmp_path):
     assert ("div" in general.stdout) and ("div" not in special.stdout.replace("vdivsd", "").replace("fdiv", ""))
     bad = runner.ppy("dis", "--jit", "--value", "out=3", tmp_path / "kernel.ppy", "interactions")
     assert bad.returncode == 2 and "no int parameter out that it never assigns" in bad.stderr
+    bad = runner.ppy("dis", "--value", "cols=16", tmp_path / "kernel.ppy", "interactions")
+    assert bad.returncode == 2 and "--value needs --jit" in bad.stderr
