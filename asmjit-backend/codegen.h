@@ -77,7 +77,7 @@ class CodeGen {
   // `known`: int registers (parameters no instruction writes) whose values
   // the code may take as constants, for a value specialization; the
   // interpreter enters such code only with exactly those values.
-  CodeGen(B& backend, const FunctionCode& fn, const std::vector<std::pair<int, int64_t>>& known = {})
+  CodeGen(B& backend, const FunctionCode& fn, const KnownValues& known = {})
       : b_(backend), fn_(fn), known_(known.begin(), known.end()) {}
 
   // Instructions opcodes.def flags JIT that Generate found no case for:
@@ -368,16 +368,7 @@ class CodeGen {
   // register as one more term.
   void FindAffineAccesses(CountedLoop& loop, int end) {
     auto invariant = [&](int reg) { return !WrittenIn(reg, loop.header, end); };
-    // The straight-path write of `reg` before `use`, or -1.
-    auto last_write = [&](int reg, int use) {
-      for (int pc = use - 1; pc >= loop.header; --pc) {
-        if (targets_[pc + 1]) return -1;
-        RegisterSet reads, writes;
-        RegistersOf(fn_, fn_.code[pc], &reads, &writes);
-        if (writes[reg]) return pc;
-      }
-      return -1;
-    };
+    auto last_write = [&](int reg, int use) { return StraightPathWrite(reg, use, loop.header); };
     // counter * s computed into `reg` at def: s, or -1.
     auto scale_of = [&](int def) {
       if (def < 0) return -1;
@@ -428,18 +419,24 @@ class CodeGen {
     }
   }
 
+  // The last instruction before `use` that writes `reg`, found on the
+  // straight path back to `first` (no jump lands in between), or -1.
+  int StraightPathWrite(int reg, int use, int first) const {
+    for (int pc = use - 1; pc >= first; --pc) {
+      if (targets_[pc + 1]) return -1;  // another path may reach the use
+      RegisterSet reads, writes;
+      RegistersOf(fn_, fn_.code[pc], &reads, &writes);
+      if (writes[reg]) return pc;
+    }
+    return -1;
+  }
+
   // Whether R[reg] at `use` is a copy of the counter of the loop at `header`
   // made earlier on the body's straight path (`for i in range(n)` where the
   // name i is also assigned elsewhere: the body begins with i = counter).
   bool CopiesCounter(int reg, int use, int header, int counter) const {
-    for (int pc = use - 1; pc >= header; --pc) {
-      if (targets_[pc + 1]) return false;  // another path may reach the use
-      const Instr& in = fn_.code[pc];
-      RegisterSet reads, writes;
-      RegistersOf(fn_, in, &reads, &writes);
-      if (writes[reg]) return in.op == Op::MOVE_I && in.b == counter;
-    }
-    return false;
+    const int def = StraightPathWrite(reg, use, header);
+    return def >= 0 && fn_.code[def].op == Op::MOVE_I && fn_.code[def].b == counter;
   }
 
   bool WrittenIn(int reg, int first, int last) const {
@@ -688,15 +685,7 @@ class CodeGen {
   }
 
   // The instruction that last wrote `reg` before the current pc in its block, or -1.
-  int DefinitionInBlock(int reg) const {
-    for (int pc = pc_ - 1; pc >= 0; --pc) {
-      if (targets_[pc + 1]) return -1;  // another path joins between
-      RegisterSet reads, writes;
-      RegistersOf(fn_, fn_.code[pc], &reads, &writes);
-      if (writes[reg]) return pc;
-    }
-    return -1;
-  }
+  int DefinitionInBlock(int reg) const { return StraightPathWrite(reg, pc_, 0); }
 
   // counter + k with k a constant in [0, 1], the counter a ranged loop's here:
   // in [k, limit - 1 + k], so it neither overflows nor is negative.
@@ -720,17 +709,21 @@ class CodeGen {
   // t's register may hold other values elsewhere in the loop): the pc of that
   // computation, found in the same block before `use`, or -1.
   int InvariantDefinition(int reg, int use, int header, int end) const {
-    for (int pc = use - 1; pc >= header; --pc) {
-      if (targets_[pc + 1]) return -1;  // another path may reach the use
-      const Instr& in = fn_.code[pc];
-      RegisterSet reads, writes;
-      RegistersOf(fn_, in, &reads, &writes);
-      if (!writes[reg]) continue;
-      bool arithmetic = in.op == Op::ADD_I || in.op == Op::SUB_I || in.op == Op::MUL_I;
-      if (!arithmetic || in.a != reg || WrittenIn(in.b, header, end) || WrittenIn(in.c, header, end)) return -1;
-      return pc;
-    }
-    return -1;
+    const int pc = StraightPathWrite(reg, use, header);
+    if (pc < 0) return -1;
+    const Instr& in = fn_.code[pc];
+    bool arithmetic = in.op == Op::ADD_I || in.op == Op::SUB_I || in.op == Op::MUL_I;
+    if (!arithmetic || in.a != reg || WrittenIn(in.b, header, end) || WrittenIn(in.c, header, end)) return -1;
+    return pc;
+  }
+
+  // value := what the InvariantDefinition at `def` computes in the loop, an
+  // overflow leaving for the interpreter (which raises where the loop would).
+  void EmitInvariantDefinition(const Int& value, int def) {
+    const Instr& in = fn_.code[def];
+    if (in.op == Op::ADD_I) b_.AddChecked(value, I(in.b), I(in.c), Exit());
+    if (in.op == Op::SUB_I) b_.SubChecked(value, I(in.b), I(in.c), Exit());
+    if (in.op == Op::MUL_I) b_.MulChecked(value, I(in.b), I(in.c), Exit());
   }
 
   // The base of a hoisted access as the guard sees it: its register, or the
@@ -759,12 +752,9 @@ class CodeGen {
     std::set<int> computed;
     for (const Access& access : loop.accesses) {
       if (access.base_def < 0 || !computed.insert(access.base_def).second) continue;
-      const Instr& in = fn_.code[access.base_def];
       Int& value = loop.base_values[access.base_def];
       if (!value.isValid()) value = b_.NewInt();
-      if (in.op == Op::ADD_I) b_.AddChecked(value, I(in.b), I(in.c), Exit());
-      if (in.op == Op::SUB_I) b_.SubChecked(value, I(in.b), I(in.c), Exit());
-      if (in.op == Op::MUL_I) b_.MulChecked(value, I(in.b), I(in.c), Exit());
+      EmitInvariantDefinition(value, access.base_def);
     }
     for (const Access& access : loop.accesses) {
       Int first = b_.NewInt(), last = b_.NewInt();
@@ -794,11 +784,8 @@ class CodeGen {
       for (auto [term, def] : access.terms) {
         Int value = I(term);
         if (def >= 0) {  // what the loop's computation will give
-          const Instr& in = fn_.code[def];
           value = b_.NewInt();
-          if (in.op == Op::ADD_I) b_.AddChecked(value, I(in.b), I(in.c), Exit());
-          if (in.op == Op::SUB_I) b_.SubChecked(value, I(in.b), I(in.c), Exit());
-          if (in.op == Op::MUL_I) b_.MulChecked(value, I(in.b), I(in.c), Exit());
+          EmitInvariantDefinition(value, def);
         }
         b_.AddChecked(first, first, value, Exit());
         b_.AddChecked(last, last, value, Exit());

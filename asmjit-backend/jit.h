@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "asmjit-backend/asmjit_api.h"
@@ -22,10 +21,6 @@ void Install();
 // The architecture and CPU features machine code is built for, as cached code
 // is keyed: "x86_64-avx" (where the CPU has AVX), "x86_64-sse2" or "aarch64".
 std::string Target();
-
-// Int registers machine code may treat as constants, with their values (a
-// value specialization: parameters FunctionCode::value_params lists).
-using KnownValues = std::vector<std::pair<int, int64_t>>;
 
 // Compiles `fn` to relocatable bytes. `listing`, if not null, receives the
 // assembly. `known`: a value specialization's constants (none: the general code).

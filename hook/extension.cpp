@@ -114,7 +114,7 @@ PyObject* JitListing(PyObject*, PyObject* args) {
       PyErr_SetString(PyExc_RuntimeError, "jit_listing() needs an attached module");
       return nullptr;
     }
-    jit::KnownValues known;
+    KnownValues known;
     if (values != Py_None) {
       if (!PyDict_Check(values)) {
         PyErr_SetString(PyExc_TypeError, "jit_listing() values must be a dict {parameter: int}");

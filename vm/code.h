@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vm/instr.h"
@@ -195,6 +196,10 @@ class ShardedCounter {
 // The most int parameters a function's calls are profiled for (value
 // specialization, FunctionRuntime::seen).
 inline constexpr int kMaxValueParams = 4;
+
+// Int registers machine code may treat as constants, with their values: a
+// value specialization's (parameters FunctionCode::value_params lists).
+using KnownValues = std::vector<std::pair<int, int64_t>>;
 
 // The per-process runtime state of one function (FunctionCode::runtime): never
 // serialized, never verified, written while the function runs, by any thread.

@@ -478,7 +478,7 @@ PyObject* ModuleStats(PyObject* op, PyObject*) {
     const FunctionRuntime& runtime = *fn->runtime;
     PyObject* special = nullptr;
     if (runtime.special_state.load(std::memory_order_acquire) == JitState::kCompiled) {
-      std::vector<std::pair<int, int64_t>> values;
+      KnownValues values;
       for (int k = 0; k < runtime.special_count; ++k) values.emplace_back(runtime.special_regs[k], runtime.special_values[k]);
       special = Py_BuildValue("(sK)", DescribeValues(*fn, values).c_str(),
                               static_cast<unsigned long long>(runtime.special_entries));

@@ -755,7 +755,7 @@ bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value
 
 }  // namespace
 
-std::string DescribeValues(const FunctionCode& fn, const std::vector<std::pair<int, int64_t>>& values) {
+std::string DescribeValues(const FunctionCode& fn, const KnownValues& values) {
   std::string text;
   for (const auto& [reg, value] : values) {
     if (!text.empty()) text += ", ";

@@ -2,8 +2,6 @@
 #pragma once
 
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "vm/code.h"
 #include "vm/runtime.h"
@@ -41,7 +39,7 @@ void WatchGlobals(ModuleCode& module);
 // The values a value specialization is for, as the trace, `ppy dis --jit
 // --value` and stats() say them: "rows=100, cols=16, flip=True" (registers of
 // fn's parameters, with their values).
-std::string DescribeValues(const FunctionCode& fn, const std::vector<std::pair<int, int64_t>>& values);
+std::string DescribeValues(const FunctionCode& fn, const KnownValues& values);
 
 // Whether calls are timed, for `ppy run --trace`'s summary.
 void SetProfiling(bool enabled);
