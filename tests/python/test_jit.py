@@ -355,3 +355,7 @@ def test_dis_shows_a_specialization_and_its_guard(runner, tmp_path):
     assert bad.returncode == 2 and "no int parameter out that it never assigns" in bad.stderr
     bad = runner.ppy("dis", "--value", "cols=16", tmp_path / "kernel.ppy", "interactions")
     assert bad.returncode == 2 and "--value needs --jit" in bad.stderr
+    bad = runner.ppy("dis", "--jit", "--value", "cols=x", tmp_path / "kernel.ppy", "interactions")
+    assert bad.returncode == 2 and "--value takes NAME=INT, not 'cols=x'" in bad.stderr
+    bad = runner.ppy("dis", "--jit", "--value", "cols=16", tmp_path / "kernel.ppy")
+    assert bad.returncode == 2 and "--value needs FUNC" in bad.stderr
