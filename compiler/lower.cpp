@@ -1135,6 +1135,20 @@ int Lowering::EmitBoolOp(const Expr& expr, int target) {
   return Coerce(dest, type, type, target);
 }
 
+// `==` or `!=` with a complex operand and a number or complex other
+// (EmitComplexEquality), not the C API's.
+bool IsComplexEquality(CmpOp op, Type left_type, Type right_type) {
+  return (op == CmpOp::kEq || op == CmpOp::kNe) && (left_type.is_complex() || right_type.is_complex()) &&
+         (left_type.is_numeric() || left_type.is_complex()) && (right_type.is_numeric() || right_type.is_complex());
+}
+
+// CPython's number for one of the six ordering and equality comparisons
+// (COMPARE_O's D, JT_COMPARE_O's and JF_COMPARE_O's C).
+int PyCompareOp(CmpOp op) {
+  static const int kPyOps[] = {Py_LT, Py_LE, Py_EQ, Py_NE, Py_GT, Py_GE};
+  return kPyOps[static_cast<int>(op)];
+}
+
 // One comparison `left op right` as a value: IS_O and CONTAINS_O (with NOT
 // for `is not` and `not in`), COMPARE_O through the C API when an operand is
 // not a number (its result may be any object, as rich comparisons may return),
@@ -1159,16 +1173,13 @@ int Lowering::EmitComparePair(CmpOp op, int left, Type left_type, int right, Typ
     }
     default: break;
   }
-  const bool complex_equality = (op == CmpOp::kEq || op == CmpOp::kNe) &&
-                                (left_type.is_complex() || right_type.is_complex()) &&
-                                (left_type.is_numeric() || left_type.is_complex()) &&
-                                (right_type.is_numeric() || right_type.is_complex());
-  if (complex_equality) return EmitComplexEquality(op, left, left_type, right, right_type, target);
+  if (IsComplexEquality(op, left_type, right_type)) {
+    return EmitComplexEquality(op, left, left_type, right, right_type, target);
+  }
   if (!left_type.is_numeric() || !right_type.is_numeric()) {
-    static const int kPyOps[] = {Py_LT, Py_LE, Py_EQ, Py_NE, Py_GT, Py_GE};
     int dest = Destination(target, Kind::kObject);
     Emit(Op::COMPARE_O, dest, Coerce(left, left_type, Type::Object()), Coerce(right, right_type, Type::Object()), 0);
-    code_.back().d = kPyOps[static_cast<int>(op)];
+    code_.back().d = PyCompareOp(op);
     return dest;
   }
   int dest = Destination(target, Kind::kInt);
@@ -1362,6 +1373,14 @@ void Lowering::CompareBranch(CmpOp op, int left, Type left_type, int right, Type
                              Label* label) {
   bool numeric = left_type.is_numeric() && right_type.is_numeric() && op != CmpOp::kIs && op != CmpOp::kIsNot &&
                  op != CmpOp::kIn && op != CmpOp::kNotIn;
+  if (!numeric && op != CmpOp::kIs && op != CmpOp::kIsNot && op != CmpOp::kIn && op != CmpOp::kNotIn &&
+      !IsComplexEquality(op, left_type, right_type)) {
+    // Through the C API: the comparison and the truth of its result in one
+    // instruction, as EmitComparePair's COMPARE_O then Truth's TRUTH_O would.
+    EmitJump(when ? Op::JT_COMPARE_O : Op::JF_COMPARE_O, Coerce(left, left_type, Type::Object()),
+             Coerce(right, right_type, Type::Object()), PyCompareOp(op), label);
+    return;
+  }
   if (!numeric) {
     int pair = EmitComparePair(op, left, left_type, right, right_type, -1);
     int truth = TypeOf(pair).kind == Kind::kObject ? Truth(pair, Type::Object()) : pair;
@@ -1447,7 +1466,9 @@ void Lowering::Branch(const Expr& expr, bool when, Label* label) {
         }
         break;
       }
-      if (expr.kind == ExprKind::kCompare && expr.type.is_bool()) {
+      // (An object comparison too: branching on each link's truth is what
+      // Python does with the value a chain of them makes.)
+      if (expr.kind == ExprKind::kCompare) {
         Label* skip = when && expr.cmp_ops.size() > 1 ? NewLabel() : nullptr;
         int left = ValueOf(*expr.children[0]);
         Type left_type = expr.children[0]->type;

@@ -149,6 +149,28 @@ PyObject* BinaryObjectOp(int op, PyObject* left, PyObject* right) {
 // error, a result beyond 64 bits) returns null without an exception, and the
 // generic path answers, raising what CPython raises.
 
+// The value of an exact int `object` that fits 64 bits. A compact int (one
+// digit: below 2**30 in magnitude, as nearly every loop counter and index
+// is) is read in place, without a call.
+inline bool ExactIntValue(PyObject* object, long long* value) {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyLongObject* integer = reinterpret_cast<PyLongObject*>(object);
+  if (PyUnstable_Long_IsCompact(integer)) {
+    *value = PyUnstable_Long_CompactValue(integer);
+    return true;
+  }
+#else
+  const Py_ssize_t size = Py_SIZE(object);
+  if (size >= -1 && size <= 1) {
+    *value = size * static_cast<long long>(reinterpret_cast<PyLongObject*>(object)->ob_digit[0]);
+    return true;
+  }
+#endif
+  int overflow = 0;
+  *value = PyLong_AsLongLongAndOverflow(object, &overflow);
+  return overflow == 0;
+}
+
 // `left op right` (BINARY_O's D, in-place forms included: floats and ints are
 // immutable) for two exact floats or two exact ints, or null.
 PyObject* FastBinary(int op, PyObject* left, PyObject* right) {
@@ -164,11 +186,8 @@ PyObject* FastBinary(int op, PyObject* left, PyObject* right) {
     }
   }
   if (PyLong_CheckExact(left) && PyLong_CheckExact(right)) {
-    int overflow_x = 0, overflow_y = 0;
-    const long long x = PyLong_AsLongLongAndOverflow(left, &overflow_x);
-    const long long y = PyLong_AsLongLongAndOverflow(right, &overflow_y);
-    if (overflow_x != 0 || overflow_y != 0) return nullptr;
-    long long value;
+    long long x, y, value;
+    if (!ExactIntValue(left, &x) || !ExactIntValue(right, &y)) return nullptr;
     switch (binary) {
       case BinaryOp::ADD:
         if (__builtin_add_overflow(x, y, &value)) return nullptr;
@@ -202,24 +221,22 @@ int CompareNumbers(int op, Number x, Number y) {
 }
 
 // `left <op> right` (Py_LT..Py_GE) for two exact floats, two exact ints that
-// fit 64 bits, or two exact strs (== and != only), as Py_True or Py_False
-// (new references), or null.
-PyObject* FastCompare(int op, PyObject* left, PyObject* right) {
-  int result;
+// fit 64 bits, or two exact strs (== and != only): 1 or 0, or -1 for anything
+// else. None of these runs Python code.
+int FastCompareTruth(int op, PyObject* left, PyObject* right) {
   if (PyFloat_CheckExact(left) && PyFloat_CheckExact(right)) {
-    result = CompareNumbers(op, PyFloat_AS_DOUBLE(left), PyFloat_AS_DOUBLE(right));
-    if (result < 0) return nullptr;
-  } else if (PyLong_CheckExact(left) && PyLong_CheckExact(right)) {
-    int overflow_x = 0, overflow_y = 0;
-    const long long x = PyLong_AsLongLongAndOverflow(left, &overflow_x);
-    const long long y = PyLong_AsLongLongAndOverflow(right, &overflow_y);
-    if (overflow_x != 0 || overflow_y != 0) return nullptr;
-    result = CompareNumbers(op, x, y);
-    if (result < 0) return nullptr;
-  } else if ((op == Py_EQ || op == Py_NE) && PyUnicode_CheckExact(left) && PyUnicode_CheckExact(right) &&
-             PyUnicode_READY(left) == 0 && PyUnicode_READY(right) == 0) {
+    return CompareNumbers(op, PyFloat_AS_DOUBLE(left), PyFloat_AS_DOUBLE(right));
+  }
+  if (PyLong_CheckExact(left) && PyLong_CheckExact(right)) {
+    long long x, y;
+    if (!ExactIntValue(left, &x) || !ExactIntValue(right, &y)) return -1;
+    return CompareNumbers(op, x, y);
+  }
+  if ((op == Py_EQ || op == Py_NE) && PyUnicode_CheckExact(left) && PyUnicode_CheckExact(right) &&
+      PyUnicode_READY(left) == 0 && PyUnicode_READY(right) == 0) {
     // str == str: equal objects (interned literals) are equal strings, and
     // strings of different lengths or kinds are not (CPython's own shortcuts).
+    int result;
     if (left == right) {
       result = 1;
     } else if (PyUnicode_GET_LENGTH(left) != PyUnicode_GET_LENGTH(right) ||
@@ -229,10 +246,15 @@ PyObject* FastCompare(int op, PyObject* left, PyObject* right) {
       result = std::memcmp(PyUnicode_DATA(left), PyUnicode_DATA(right),
                            PyUnicode_GET_LENGTH(left) * PyUnicode_KIND(left)) == 0;
     }
-    if (op == Py_NE) result = !result;
-  } else {
-    return nullptr;
+    return op == Py_NE ? !result : result;
   }
+  return -1;
+}
+
+// FastCompareTruth's answer as Py_True or Py_False (new references), or null.
+PyObject* FastCompare(int op, PyObject* left, PyObject* right) {
+  const int result = FastCompareTruth(op, left, right);
+  if (result < 0) return nullptr;
   return Py_NewRef(result ? Py_True : Py_False);
 }
 
@@ -254,6 +276,30 @@ PyObject* CachedTypeLookup(const FunctionCode& fn, int pc, PyTypeObject* type, P
   return entry.found;
 }
 
+// `list.append(x)` and `list.pop()` on an exact list (args[0]), the methods
+// object-mode loops call most, done in place as CPython's own do them (3.11
+// gives append an instruction of its own, PRECALL_NO_KW_LIST_APPEND): append
+// through PyList_Append; pop of the last item when it needs no shrinking of
+// the list's storage (list_resize's own test), the list's reference becoming
+// the result. Null without an exception for anything else (pop(i), an empty
+// list, a pop that shrinks), which the method descriptor's call handles.
+PyObject* ListMethodInPlace(PyObject* method, PyObject* const* args, size_t nargs) {
+  static PyObject* const append = _PyType_Lookup(&PyList_Type, PyUnicode_InternFromString("append"));
+  static PyObject* const pop = _PyType_Lookup(&PyList_Type, PyUnicode_InternFromString("pop"));
+  if (method == append && nargs == 2) {
+    return PyList_Append(args[0], args[1]) < 0 ? nullptr : Py_NewRef(Py_None);
+  }
+  if (method == pop && nargs == 1) {
+    PyListObject* list = reinterpret_cast<PyListObject*>(args[0]);
+    const Py_ssize_t size = Py_SIZE(list);
+    if (size > 0 && size - 1 >= (list->allocated >> 1)) {
+      Py_SET_SIZE(list, size - 1);
+      return list->ob_item[size - 1];
+    }
+  }
+  return nullptr;
+}
+
 // `receiver.name(args...)` (args[0] is the receiver) when the receiver's
 // type has no instance dict and no attribute hook, so that a method
 // descriptor found on the type is what the lookup returns (as CPython's
@@ -264,7 +310,13 @@ PyObject* CallMethodCached(const FunctionCode& fn, int pc, PyObject* name, PyObj
     PyObject* method = CachedTypeLookup(fn, pc, type, name, [](PyObject* found) {
       return PyType_HasFeature(Py_TYPE(found), Py_TPFLAGS_METHOD_DESCRIPTOR);
     });
-    if (method != nullptr) return PyObject_Vectorcall(method, args, nargs, nullptr);
+    if (method != nullptr) {
+      if (type == &PyList_Type) {
+        if (PyObject* result = ListMethodInPlace(method, args, nargs)) return result;
+        if (PyErr_Occurred()) return nullptr;
+      }
+      return PyObject_Vectorcall(method, args, nargs, nullptr);
+    }
   }
   return PyObject_VectorcallMethod(name, args, nargs, nullptr);
 }
@@ -289,10 +341,8 @@ PyMemberDef* SlotMember(const FunctionCode& fn, int pc, PyObject* object, PyObje
 // The position an exact int `index` names in a sequence of `length` items
 // (negative counts from the end), or -1 outside it or for anything else.
 Py_ssize_t FastIndex(PyObject* index, Py_ssize_t length) {
-  if (!PyLong_CheckExact(index)) return -1;
-  int overflow = 0;
-  long long i = PyLong_AsLongLongAndOverflow(index, &overflow);
-  if (overflow != 0) return -1;
+  long long i;
+  if (!PyLong_CheckExact(index) || !ExactIntValue(index, &i)) return -1;
   if (i < 0) i += length;
   return i >= 0 && i < length ? static_cast<Py_ssize_t>(i) : -1;
 }
@@ -2423,6 +2473,25 @@ grown_int_instruction : {
     SetObject(R(in.a), value);
     NEXT_AFTER_NUMBERS(plain);
   }
+  // An object comparison that only decides a branch (CPython's COMPARE_OP
+  // then POP_JUMP_IF_*): the fast operands make no bool object and run no
+  // Python code; anything else is COMPARE_O, then bool() of its result.
+  CASE(JT_COMPARE_O) goto compare_branch;
+  CASE(JF_COMPARE_O) goto compare_branch;
+compare_branch : {
+  int truth = FastCompareTruth(in.c, R(in.a).o, R(in.b).o);
+  if (truth < 0) {
+    PyObject* value = PyObject_RichCompare(R(in.a).o, R(in.b).o, in.c);
+    if (value == nullptr) goto error;
+    truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    if (truth < 0) goto error;
+    ++g_effects;
+    if (!RefreshTorchViews()) goto error;
+  }
+  if ((truth != 0) == (in.op == Op::JT_COMPARE_O)) JUMP_TO(in.d);
+}
+  NEXT;
   CASE(IS_O) R(in.a).i = R(in.b).o == R(in.c).o; NEXT;
   CASE(CONTAINS_O) {
     int found = PySequence_Contains(R(in.c).o, R(in.b).o);
