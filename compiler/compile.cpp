@@ -1,5 +1,7 @@
 #include "compiler/compile.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -74,10 +76,67 @@ void CheckThreadedCode(const FunctionInfo& info, const FunctionCode& fn, std::ve
   }
 }
 
+// ---- Object code: where CPython is the faster tier -------------------------------------
+// An object instruction (vm/opcodes.def's OBJ) does what CPython's own
+// instructions do, through the same C API, and machine code leaves it to the
+// interpreter; CPython 3.11+ specializes such instructions in place (PEP 659),
+// which ppy's interpreter does not, and runs them faster: functions made of
+// them ran at 0.5x-0.8x of CPython's speed in benchmarks/objects.py
+// (docs/benchmarks.md). A typed operation (int or float arithmetic or
+// comparison, a buffer access, a math function, a typed call of a compiled
+// function, a prange) is where ppy wins, by an order of magnitude in machine
+// code and 5-10x in the interpreter. So a function runs as Python ("never
+// slower", issue 13), as if it had fallen back, when its typed operations are
+// fewer than a fifth of its object operations, each counted 16 times per
+// loop around it (the inner loops are the work), unless @ppy.native asks for
+// it. Glue is neither: moves, truth tests and jumps, boxing and unboxing,
+// returns, and the counter of a counted loop (FORPREP's guard included).
+constexpr const char* kObjectCodeReason = "mostly object operations, which CPython runs faster; @ppy.native compiles it";
+
+bool MostlyObjectWork(const FunctionCode& fn) {
+  const int n = static_cast<int>(fn.code.size());
+  std::vector<int> depth(n + 1, 0);  // loops around each instruction, as a difference array
+  std::vector<bool> counted_guard(n, false);
+  for (int pc = 0; pc < n; ++pc) {
+    const Instr& in = fn.code[pc];
+    if (HasFlag(in.op, kFlagLoop) && in.d <= pc) {
+      ++depth[in.d];
+      --depth[pc + 1];
+      // A counted loop's entry guard: the typed jump just before its body
+      // that skips to the instruction after the back edge.
+      if (in.d >= 1 && HasFlag(fn.code[in.d - 1].op, kFlagJump) && fn.code[in.d - 1].d == pc + 1) {
+        counted_guard[in.d - 1] = true;
+      }
+    }
+  }
+  double typed = 0, object = 0;
+  int level = 0;
+  for (int pc = 0; pc < n; ++pc) {
+    level += depth[pc];
+    const double weight = std::pow(16.0, std::min(level, 8));
+    const Op op = fn.code[pc].op;
+    switch (op) {
+      case Op::MOVE_I: case Op::MOVE_F: case Op::MOVE_O: case Op::MOVE_U:
+      case Op::TRUTH_I: case Op::TRUTH_F: case Op::TRUTH_O: case Op::NOT:
+      case Op::BOX_I: case Op::BOX_B: case Op::BOX_F: case Op::BOX_C:
+      case Op::UNBOX_I: case Op::UNBOX_F: case Op::UNBOX_C: case Op::UNBOX_B: case Op::UNBOX_INDEX:
+      case Op::JMP: case Op::JT: case Op::JF: case Op::LOOP:
+      case Op::FORPREP: case Op::FORLOOP: case Op::FORLOOP_INC:
+      case Op::RET_I: case Op::RET_F: case Op::RET_O: case Op::RET_NONE:
+      case Op::CHECK_BOUND_I: case Op::CHECK_BOUND_O: case Op::CHECK_BOUND_U:
+        continue;
+      default: break;
+    }
+    if (counted_guard[pc]) continue;
+    (HasFlag(op, kFlagObj) ? object : typed) += weight;
+  }
+  return object > 0 && typed * 5 < object;
+}
+
 }  // namespace
 
 CompileResult CompileModule(PyObject* tree, const std::string& filename, const std::string& module_name,
-                            bool regions) {
+                            bool regions, bool object_code_as_python) {
   CompileResult result;
   result.code = std::make_unique<ModuleCode>();
   result.code->module_name = module_name;
@@ -110,6 +169,7 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
   // compiler bug, and the function runs as Python rather than not at all.
   for (bool retry = true; retry;) {
     retry = false;
+    bool object_code = false;
     info = CheckModule(*syntax, forced_fallbacks);
     lowered.clear();
     lowered_from.clear();
@@ -133,9 +193,15 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
         retry = true;
         break;
       }
+      if (object_code_as_python && !fn.native_required && MostlyObjectWork(**code)) {
+        forced_fallbacks[static_cast<int>(i)] = kObjectCodeReason;
+        object_code = true;  // (every such function of this round, then check again)
+        continue;
+      }
       lowered.push_back(std::move(*code));
       lowered_from.push_back(static_cast<int>(i));
     }
+    if (object_code) retry = true;
     if (retry) continue;
     ModuleCode check;
     check.functions = std::move(lowered);
@@ -204,7 +270,8 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
       report.generic_param = fn.generic_param;
     } else {
       report.reason = fn.fallback_reason;
-      report.reason_loc = fn.fallback_loc;
+      // (No place to point at for object code: it is the whole function.)
+      if (fn.fallback_reason != kObjectCodeReason) report.reason_loc = fn.fallback_loc;
       if (fn.native_required && forced_fallbacks.count(static_cast<int>(&fn - info->functions.data()))) {
         result.diagnostics.push_back({Severity::kError, fn.def->name_loc,
                                       absl::StrCat(fn.nogil ? "@ppy.nogil" : "@ppy.native", " function '", fn.name,

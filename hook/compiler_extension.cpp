@@ -40,11 +40,14 @@ PyObject* Compile(PyObject*, PyObject* args) {
   const char* filename;
   const char* module_name;
   int regions = 0;
-  if (!PyArg_ParseTuple(args, "Sss|p:compile", &source, &filename, &module_name, &regions)) return nullptr;
+  int object_code_as_python = 1;
+  if (!PyArg_ParseTuple(args, "Sss|pp:compile", &source, &filename, &module_name, &regions, &object_code_as_python)) {
+    return nullptr;
+  }
   std::string text = BytesOf(source);
   PyObject* tree = ParseSource(text, filename);
   if (tree == nullptr) return nullptr;
-  CompileResult result = CompileModule(tree, filename, module_name, regions != 0);
+  CompileResult result = CompileModule(tree, filename, module_name, regions != 0, object_code_as_python != 0);
   if (PyErr_Occurred()) {
     Py_DECREF(tree);
     return nullptr;
@@ -159,7 +162,8 @@ PyObject* Render(PyObject*, PyObject* args) {
 
 PyMethodDef kMethods[] = {
     {"compile", Compile, METH_VARARGS,
-     "compile(source, filename, module_name, regions=False) -> (tree, functions, diagnostics, code, regions)"},
+     "compile(source, filename, module_name, regions=False, object_code_as_python=True) -> (tree, functions, "
+     "diagnostics, code, regions)"},
     {"serialize", Serialize, METH_VARARGS, "serialize(code, ppy_version, abi, key, extras) -> bytes"},
     {"render_diagnostic", Render, METH_VARARGS,
      "render_diagnostic(severity, (line, col, end_line, end_col), message, filename, source) -> str"},

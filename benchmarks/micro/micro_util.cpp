@@ -45,7 +45,7 @@ std::unique_ptr<Module> CompileSource(const std::string& source, std::string* er
     *error = "syntax error: " + TakeException();
     return nullptr;
   }
-  module->result = CompileModule(tree, "micro.ppy", "micro");
+  module->result = CompileModule(tree, "micro.ppy", "micro", /*regions=*/false, /*object_code_as_python=*/false);
   Py_DECREF(tree);
   for (const FunctionReport& report : module->result.functions) {
     if (!report.compiled) {

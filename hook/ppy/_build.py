@@ -62,7 +62,9 @@ def build(source, filename, module_name, abi, key, source_digest, dependencies, 
     when there is an executor to run them.
     """
     regions_on = torch not in (None, _entry.NO_EXECUTOR)
-    tree, functions, diagnostics, code, regions = _compiler.compile(source, filename, module_name, regions_on)
+    object_code = _entry.object_code()
+    tree, functions, diagnostics, code, regions = _compiler.compile(source, filename, module_name, regions_on,
+                                                                    object_code == "python")
     try:
         module_code = compile(rewrite(tree, functions), filename, "exec", dont_inherit=True)
     except RecursionError:
@@ -81,6 +83,7 @@ def build(source, filename, module_name, abi, key, source_digest, dependencies, 
         "source_digest": source_digest,
         "dependencies": dependencies,
         "torch": torch,
+        "object_code": object_code,
     }
     extras = {MODULE_CODE: marshal.dumps(module_code), METADATA: marshal.dumps(metadata)}
     if regions is not None:

@@ -26,7 +26,7 @@ ABI = sys.implementation.cache_tag  # e.g. "cpython-311"
 
 # Extra sections of a cache entry (see vm/serialize.h for the format).
 MODULE_CODE = "PYMC"  # marshal of the module's code object
-METADATA = "META"  # marshal of a dict: functions, diagnostics, key, digests, dependencies, torch
+METADATA = "META"  # marshal of a dict: functions, diagnostics, key, digests, dependencies, torch, object_code
 REGIONS = "RGNS"  # the ATen regions' op sequences (regions/region_code.h)
 
 # Miss reasons, as `ppy build -v` and `ppy run --trace` print them.
@@ -37,6 +37,7 @@ IMPORT_CHANGED = "imported module changed"
 VERSION_CHANGED = "version changed"
 CORRUPT = "corrupt entry"
 TORCH_CHANGED = "torch version changed"
+OBJECT_CODE_CHANGED = "PPY_OBJECT_CODE changed"
 SHARED_FOLDER = "shared cache folder"
 
 # How a load obtained a module's code (Loaded.outcome); a hit's outcome is HIT.
@@ -54,6 +55,15 @@ def version():
     from ppy import _ppy
 
     return f"{__version__}+{_ppy.BUILD_ID}"
+
+
+def object_code():
+    """What becomes of a function of mostly object operations (PPY_OBJECT_CODE):
+    "python", the default, runs it as Python, since CPython runs such code
+    faster (compiler/compile.cpp, MostlyObjectWork); "compile" compiles it
+    like any other, for tests and measurements of ppy's object mode. An entry
+    records which it was built with."""
+    return "compile" if os.environ.get("PPY_OBJECT_CODE") == "compile" else "python"
 
 
 def digest(data):
@@ -121,6 +131,8 @@ def check_entry(data, source_digest, torch, source_path):
         return None, metadata, IMPORT_CHANGED
     if metadata.get("torch") != torch:
         return None, metadata, TORCH_CHANGED
+    if metadata.get("object_code") != object_code():
+        return None, metadata, OBJECT_CODE_CHANGED
     return compiled, metadata, HIT
 
 

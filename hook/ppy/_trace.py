@@ -81,7 +81,8 @@ def functions_bound(name, metadata, compiled, source_path=None):
             _emit(f"  {name}.{function['name']}: {what}")
         else:
             line = function["reason_loc"][0]
-            _emit(f"  {name}.{function['name']}: python ({function['reason']}, line {line})")
+            where = f", line {line}" if line else ""
+            _emit(f"  {name}.{function['name']}: python ({function['reason']}{where})")
 
 
 def _summary():

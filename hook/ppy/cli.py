@@ -75,7 +75,8 @@ def _command_check(args):
             source = handle.read()
         regions = _entry.torch_key(source) not in (None, _entry.NO_EXECUTOR)
         try:
-            _, functions, diagnostics, _, _ = _compiler.compile(source, path, _module_name(path), regions)
+            _, functions, diagnostics, _, _ = _compiler.compile(source, path, _module_name(path), regions,
+                                                                _entry.object_code() == "python")
         except SyntaxError as error:
             error.filename = path
             sys.stdout.write(_syntax_error_text(error, source))
@@ -109,7 +110,8 @@ def _tier_text(function, path):
 
     if function["region"] >= 0:
         return f"region ({function['region_ops']} ATen ops)"
-    text = "vm" if function["compiled"] else f"python ({function['reason']} at {at(function['reason_loc'])})"
+    where = f" at {at(function['reason_loc'])}" if function["reason_loc"][0] else ""
+    text = "vm" if function["compiled"] else f"python ({function['reason']}{where})"
     if function["region_reason"]:
         text += f"; not a region: {function['region_reason']} at {at(function['region_reason_loc'])}"
     if function.get("dynamic"):

@@ -216,6 +216,55 @@ def test_build_is_silent_and_verbose_says_why(runner, tmp_path):
     assert changed.stdout.startswith(f"{path}: built (source changed) in ")
 
 
+OBJECT_CODE = """\
+    import ppy
+
+    def lookup(rows, key):
+        total = 0
+        for row in rows:
+            total += row[key]
+        return total
+
+    def scaled(n: int) -> int:
+        total = 0
+        for i in range(n):
+            total += i * 3 % 7
+        return total
+
+    @ppy.native
+    def first(rows):
+        return rows[0]
+
+    if __name__ == "__main__":
+        print(lookup([{"a": 1.5}, {"a": 2}], "a"), scaled(10), first("xyz"))
+    """
+
+
+def test_functions_of_object_operations_run_as_python(runner, tmp_path):
+    """The "never slower" rule (issue 13): a function whose work is all object
+    operations runs as Python, and check, the trace and the cache say so;
+    typed work or @ppy.native keeps a function compiled; PPY_OBJECT_CODE=compile
+    compiles it anyway, and an entry built under the other setting is a miss."""
+    path = _write(tmp_path, "objects.ppy", OBJECT_CODE)
+    reason = "python (mostly object operations, which CPython runs faster; @ppy.native compiles it)"
+    check = runner.ppy("check", "-v", path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert f"{path}:3: lookup: {reason}\n" in check.stdout
+    assert f"{path}:9: scaled: vm\n" in check.stdout and f"{path}:16: first: vm\n" in check.stdout
+    compiled = runner.ppy("check", "-v", path, PPY_OBJECT_CODE="compile")
+    assert f"{path}:3: lookup: vm" in compiled.stdout, compiled.stdout
+    run = runner.ppy("run", "--trace", path)
+    assert run.stdout == "3.5 30 x\n", run.stderr
+    assert f"__main__.lookup: {reason}" in run.stderr
+    module = _write(tmp_path, "use_objects.py", "import ppy\nimport objects\nprint(objects.lookup([{'a': 1}], 'a'))\n")
+    first = runner.python(module, cwd=tmp_path, PPY_TRACE="1")
+    assert first.stdout == "1\n" and f"objects.lookup: {reason}" in first.stderr, first.stderr
+    other = runner.python(module, cwd=tmp_path, PPY_TRACE="1", PPY_OBJECT_CODE="compile")
+    assert other.stdout == "1\n"
+    assert "module objects (objects.ppy): cache miss (PPY_OBJECT_CODE changed)" in other.stderr, other.stderr
+    assert "objects.lookup: vm" in other.stderr
+
+
 def test_build_fails_on_a_native_function_that_cannot_compile(runner, tmp_path):
     path = _write(tmp_path, "n.ppy", """\
         import ppy

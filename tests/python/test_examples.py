@@ -71,7 +71,7 @@ def test_example_prints_the_same_under_python_and_ppy(runner, main):
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda p: str(p.relative_to(ROOT / "examples")))
 def test_example_kernels_compile(runner, kernel):
-    report = runner.ppy("check", "-v", kernel.name, cwd=kernel.parent)
+    report = runner.ppy("check", "-v", kernel.name, cwd=kernel.parent, PPY_OBJECT_CODE="compile")
     assert report.returncode == 0, report.stdout + report.stderr
     assert_functions_compile(report, kernel)
 

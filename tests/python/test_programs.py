@@ -7,8 +7,9 @@ A program also says which of its functions are meant to run as Python: a line
 must have run (the trace's summary counts the entries), unless the program
 says `# ppy-machine-code: none` (object-mode code, which machine code leaves to
 the interpreter); under PPY_JIT=0 it must not have. Every other top-level function must
-compile (`ppy check -v` says "vm", or "region" for an ATen region), so a program
-cannot pass by quietly falling back to the interpreter it is compared against.
+compile (`ppy check -v` says "vm", or "region" for an ATen region, with
+PPY_OBJECT_CODE=compile), so a program cannot pass by quietly falling back to
+the interpreter it is compared against.
 
 The one line allowed to differ is the seed's `# aten region: False|True`, which
 reports the tier itself (test_regions.py checks that it says True under ppy).
@@ -55,8 +56,15 @@ def _comparable(output):
 SUMMARY = re.compile(r"^ppy trace:\s+\S+\s+(\d+) calls\s+\S+ ms\s+(\d+) jit entries$", re.M)
 
 # The interpreter alone, and every function compiled to machine code before
-# its first call (the differential suite's view of the JIT).
-MODES = {"vm": {"PPY_JIT": "0"}, "jit": {"PPY_JIT": "eager"}}
+# its first call (the differential suite's view of the JIT), both with
+# functions of mostly object operations compiled too (PPY_OBJECT_CODE=compile:
+# these programs test ppy's object mode); and what a user gets, where such
+# functions run as Python and the others are compiled once hot.
+MODES = {
+    "vm": {"PPY_JIT": "0", "PPY_OBJECT_CODE": "compile"},
+    "jit": {"PPY_JIT": "eager", "PPY_OBJECT_CODE": "compile"},
+    "default": {},
+}
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -94,4 +102,5 @@ def assert_functions_compile(report, path):
 
 @pytest.mark.parametrize("program", PROGRAMS + EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_program_functions_compile(runner, program):
-    assert_functions_compile(runner.ppy("check", "-v", program, cwd=program.parent), program)
+    report = runner.ppy("check", "-v", program, cwd=program.parent, PPY_OBJECT_CODE="compile")
+    assert_functions_compile(report, program)

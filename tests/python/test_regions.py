@@ -309,7 +309,7 @@ MIXED = textwrap.dedent("""
 
 def test_check_names_what_keeps_a_function_off_the_region_tier(runner, tmp_path):
     (tmp_path / "mixed.ppy").write_text(MIXED)
-    result = runner.ppy("check", "-v", "mixed.ppy", cwd=tmp_path)
+    result = runner.ppy("check", "-v", "mixed.ppy", cwd=tmp_path, PPY_OBJECT_CODE="compile")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "unusual: vm; not a region: torch.nn.functional.silu is not a curated torch operation at mixed.ppy:7:12" \
         in result.stdout

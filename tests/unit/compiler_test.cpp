@@ -2,6 +2,8 @@
 // the diagnostics for type errors.
 #include <gtest/gtest.h>
 
+#include "compiler/ast_reader.h"
+#include "compiler/compile.h"
 #include "tests/unit/test_util.h"
 
 namespace ppy {
@@ -127,6 +129,61 @@ def caller(x: int) -> int:
 )");
   EXPECT_FALSE(Report(compiled->result, "helper").compiled);
   EXPECT_TRUE(Report(compiled->result, "caller").compiled);
+}
+
+// The "never slower" rule (compile.cpp, MostlyObjectWork): a function whose
+// loops do object operations and (almost) nothing typed runs as Python, unless
+// @ppy.native asks for it; typed work, even beside object operations, keeps
+// a function compiled. testing::Compile turns the rule off, as the import
+// hook never does.
+TEST(Compiler, FunctionsOfMostlyObjectOperationsRunAsPython) {
+  const char* source = R"(
+import ppy
+
+def objects(xs):
+    total = 0
+    for x in xs:
+        total += x
+    return total
+
+def counted(xs, n: int):
+    total = 0
+    for i in range(n):
+        total += xs[i]
+    return total
+
+def typed(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+def mixed(xs, n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i % 7 + (i >> 1) + (i & 3)
+        xs.append(i)
+    return total
+
+@ppy.native
+def forced(xs):
+    return xs[0] + xs[1]
+)";
+  for (bool rule : {true, false}) {
+    PyObject* tree = ParseSource(source, "test.ppy");
+    ASSERT_NE(tree, nullptr);
+    CompileResult result = CompileModule(tree, "test.ppy", "test", /*regions=*/false, rule);
+    Py_DECREF(tree);
+    for (const char* name : {"objects", "counted"}) {
+      const FunctionReport& report = Report(result, name);
+      EXPECT_EQ(report.compiled, !rule) << name;
+      if (rule) {
+        EXPECT_NE(report.reason.find("mostly object operations"), std::string::npos) << report.reason;
+        EXPECT_EQ(report.reason_loc.line, 0) << name;
+      }
+    }
+    for (const char* name : {"typed", "mixed", "forced"}) EXPECT_TRUE(Report(result, name).compiled) << name;
+  }
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ std::unique_ptr<Compiled> Compile(const std::string& source) {
     ADD_FAILURE() << "syntax error";
     return compiled;
   }
-  compiled->result = CompileModule(tree, "test.ppy", "test");
+  compiled->result = CompileModule(tree, "test.ppy", "test", /*regions=*/false, /*object_code_as_python=*/false);
   Py_DECREF(tree);
   compiled->globals = PyDict_New();
   PyDict_SetItemString(compiled->globals, "__name__", PyUnicode_FromString("test"));
