@@ -256,6 +256,17 @@ struct FunctionRuntime {
     PyObject* found = nullptr;  // borrowed from the type's dict
   };
   std::unique_ptr<TypeCacheEntry[]> type_cache;
+  // What a LOAD_GLOBAL* found, one entry per instruction (allocated at the
+  // first lookup): the value (borrowed from the namespace that holds it), and
+  // the versions of the module's globals and, for a builtin, of its builtins
+  // when it was found (vm/interpreter.cpp, LookupGlobalCached). While the
+  // versions hold, the namespaces are unchanged, so the value is still there.
+  struct GlobalCacheEntry {
+    uint64_t globals_version = 0;
+    uint64_t builtins_version = 0;  // 0: found in the globals
+    PyObject* value = nullptr;
+  };
+  std::unique_ptr<GlobalCacheEntry[]> global_cache;
   // For direct calls (CallModuleFunction): the name as an interned str, and the
   // version of the module's globals when the name last held this function.
   PyObject* name_object = nullptr;        // written under the GIL
@@ -357,6 +368,7 @@ struct ModuleCode {
   bool defs_bind_names = false;
   // From 3.12: a dict watcher versions `globals` (vm/interpreter.cpp, WatchGlobals).
   bool globals_watched = false;
+  bool builtins_watched = false;  // the same, for the builtins (a dict)
   ModuleVersions versions;                   // set by PrepareModule and WatchGlobals
   std::vector<const uint64_t*> bound_words;  // what versions.bound points at
 

@@ -276,6 +276,15 @@ PyObject* CachedTypeLookup(const FunctionCode& fn, int pc, PyTypeObject* type, P
   return entry.found;
 }
 
+// Whether `type` has no attribute `name`: a miss of CachedTypeLookup that
+// its cache holds (a type without a valid version tag is never known to lack it).
+bool TypeLacks(const FunctionCode& fn, int pc, PyTypeObject* type, PyObject* name) {
+  if (CachedTypeLookup(fn, pc, type, name, [](PyObject*) { return true; }) != nullptr) return false;
+  const FunctionRuntime::TypeCacheEntry* cache = fn.runtime->type_cache.get();
+  return cache != nullptr && cache[pc].type == type && cache[pc].version_tag == type->tp_version_tag &&
+         PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG);
+}
+
 // `list.append(x)` and `list.pop()` on an exact list (args[0]), the methods
 // object-mode loops call most, done in place as CPython's own do them (3.11
 // gives append an instruction of its own, PRECALL_NO_KW_LIST_APPEND): append
@@ -303,9 +312,25 @@ PyObject* ListMethodInPlace(PyObject* method, PyObject* const* args, size_t narg
 // `receiver.name(args...)` (args[0] is the receiver) when the receiver's
 // type has no instance dict and no attribute hook, so that a method
 // descriptor found on the type is what the lookup returns (as CPython's
-// LOAD_METHOD finds it). Anything else is PyObject_VectorcallMethod's.
+// LOAD_METHOD finds it). For a module (`math.sqrt(x)`), whose type has no
+// attribute of that name (cached, by the module type's version tag), the
+// module's dict answers, as generic attribute lookup would, and the function
+// is called without the receiver (CPython's LOAD_METHOD_MODULE). Anything
+// else is PyObject_VectorcallMethod's.
 PyObject* CallMethodCached(const FunctionCode& fn, int pc, PyObject* name, PyObject* const* args, size_t nargs) {
   PyTypeObject* type = Py_TYPE(args[0]);
+  if (type == &PyModule_Type) {
+    if (TypeLacks(fn, pc, type, name)) {
+      PyObject* function = PyDict_GetItemWithError(PyModule_GetDict(args[0]), name);  // borrowed
+      if (function != nullptr) {
+        Py_INCREF(function);  // (the call may rebind the name)
+        PyObject* result = PyObject_Vectorcall(function, args + 1, nargs - 1, nullptr);
+        Py_DECREF(function);
+        return result;
+      }
+      if (PyErr_Occurred()) return nullptr;
+    }
+  }
   if (type->tp_dictoffset == 0 && type->tp_getattro == PyObject_GenericGetAttr) {
     PyObject* method = CachedTypeLookup(fn, pc, type, name, [](PyObject* found) {
       return PyType_HasFeature(Py_TYPE(found), Py_TPFLAGS_METHOD_DESCRIPTOR);
@@ -336,6 +361,44 @@ PyMemberDef* SlotMember(const FunctionCode& fn, int pc, PyObject* object, PyObje
   if (found == nullptr) return nullptr;
   PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(found)->d_member;
   return (member->flags & ~(store ? 0 : READONLY)) == 0 ? member : nullptr;
+}
+
+// SlotMember's answer from the instruction's cache entry alone, inline, when
+// `object`'s type is the one the entry holds, at the same version tag (a
+// valid tag is never 0, and a modified type's tag changes, so a match means
+// the type is as it was: the same member, the same tp_getattro and
+// tp_setattro); else null, for SlotMember to look.
+inline PyMemberDef* CachedSlotMember(const FunctionCode& fn, int pc, PyObject* object, bool store) {
+  const FunctionRuntime::TypeCacheEntry* cache = fn.runtime->type_cache.get();
+  if (cache == nullptr) return nullptr;
+  const FunctionRuntime::TypeCacheEntry& entry = cache[pc];
+  PyTypeObject* type = Py_TYPE(object);
+  if (entry.type != type || entry.version_tag != type->tp_version_tag || entry.found == nullptr) return nullptr;
+  PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(entry.found)->d_member;
+  return (member->flags & ~(store ? 0 : READONLY)) == 0 ? member : nullptr;
+}
+
+// `object.member` for a `__slots__` member holding an object (T_OBJECT_EX,
+// what `__slots__` make), read in place as CPython's LOAD_ATTR_SLOT does: a
+// new reference. Any other member goes through PyMember_GetOne, which also
+// raises AttributeError for an unset slot.
+inline PyObject* GetSlot(PyObject* object, PyMemberDef* member) {
+  if (member->type == T_OBJECT_EX) {
+    PyObject* value = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(object) + member->offset);
+    if (value != nullptr) return Py_NewRef(value);
+  }
+  return PyMember_GetOne(reinterpret_cast<const char*>(object), member);
+}
+
+// `object.member = value` in place for T_OBJECT_EX (STORE_ATTR_SLOT), else
+// PyMember_SetOne.
+inline int SetSlot(PyObject* object, PyMemberDef* member, PyObject* value) {
+  if (member->type != T_OBJECT_EX) return PyMember_SetOne(reinterpret_cast<char*>(object), member, value);
+  PyObject** slot = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(object) + member->offset);
+  PyObject* old = *slot;
+  *slot = Py_NewRef(value);
+  Py_XDECREF(old);
+  return 0;
 }
 
 // The position an exact int `index` names in a sequence of `length` items
@@ -777,6 +840,46 @@ inline uint64_t GlobalsVersion(const ModuleCode& module) {
 #endif
 }
 
+// The same for the module's builtins, when they are a dict (else 0).
+inline uint64_t BuiltinsVersion(const ModuleCode& module) {
+#if PY_VERSION_HEX >= 0x030C0000
+  return module.builtins_watched ? g_globals_epoch.load(std::memory_order_relaxed) : 0;
+#else
+  if (!PyDict_Check(module.builtins)) return 0;
+  return __atomic_load_n(&reinterpret_cast<PyDictObject*>(module.builtins)->ma_version_tag, __ATOMIC_RELAXED);
+#endif
+}
+
+// LookupGlobal for the LOAD_GLOBAL* at `pc`, answered from its cache while
+// the namespaces it was found in are unchanged (CPython's LOAD_GLOBAL_MODULE
+// and LOAD_GLOBAL_BUILTIN): a value from the globals while their version
+// holds; a builtin while neither version moved (no global of that name has
+// appeared since). Unversioned namespaces are looked up every time.
+PyObject* LookupGlobalCached(const FunctionCode& fn, int pc, PyObject* name) {
+  const uint64_t globals_version = GlobalsVersion(*fn.module);
+  if (globals_version == 0) return LookupGlobal(fn, name);
+  FunctionRuntime& runtime = *fn.runtime;
+  if (runtime.global_cache == nullptr) {
+    runtime.global_cache = std::make_unique<FunctionRuntime::GlobalCacheEntry[]>(fn.code.size());
+  }
+  FunctionRuntime::GlobalCacheEntry& entry = runtime.global_cache[pc];
+  const uint64_t builtins_version = BuiltinsVersion(*fn.module);
+  if (entry.value != nullptr && entry.globals_version == globals_version &&
+      (entry.builtins_version == 0 || entry.builtins_version == builtins_version)) {
+    return entry.value;
+  }
+  entry = {};
+  PyObject* value = PyDict_GetItemWithError(fn.module->globals, name);
+  if (value != nullptr) {
+    entry = {globals_version, 0, value};
+    return value;
+  }
+  if (PyErr_Occurred()) return nullptr;
+  value = LookupGlobal(fn, name);  // the builtins (or NameError)
+  if (value != nullptr && builtins_version != 0) entry = {globals_version, builtins_version, value};
+  return value;
+}
+
 // The typed call itself: the callee's code if the module's name still holds
 // it, else whatever the name holds now.
 bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value* result) {
@@ -827,6 +930,11 @@ void WatchGlobals(ModuleCode& module) {
     module.versions.globals = reinterpret_cast<const uint64_t*>(&g_globals_epoch);
   } else {
     PyErr_Clear();  // (no watcher: every call looks the name up)
+  }
+  module.builtins_watched = false;
+  if (module.globals_watched && PyDict_Check(module.builtins)) {
+    if (PyDict_Watch(g_globals_watcher, module.builtins) == 0) module.builtins_watched = true;
+    else PyErr_Clear();  // (every LOAD_GLOBAL of a builtin looks it up)
   }
 #else
   module.versions.globals = &reinterpret_cast<PyDictObject*>(module.globals)->ma_version_tag;
@@ -2364,7 +2472,7 @@ grown_int_instruction : {
     // A lookup of a str key runs no Python code; only releasing what R[A]
     // held might.
     const bool plain = PURE && ReleaseIsPure(R(in.a).o);
-    PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
+    PyObject* value = LookupGlobalCached(fn, PC, fn.objects[in.d]);
     if (value == nullptr) goto error;
     SetObject(R(in.a), Py_NewRef(value));
     NEXT_AFTER_NUMBERS(plain);
@@ -2374,7 +2482,7 @@ grown_int_instruction : {
   }
   NEXT_AFTER_PYTHON;
   CASE(LOAD_GLOBAL_I) {
-    PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
+    PyObject* value = LookupGlobalCached(fn, PC, fn.objects[in.d]);
     if (value == nullptr) goto error;
     if (!PyLong_Check(value)) {
       GlobalTypeError(fn.objects[in.d], "int", value);
@@ -2384,7 +2492,7 @@ grown_int_instruction : {
   }
   NEXT;
   CASE(LOAD_GLOBAL_F) {
-    PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
+    PyObject* value = LookupGlobalCached(fn, PC, fn.objects[in.d]);
     if (value == nullptr) goto error;
     if (!PyFloat_Check(value) && !PyLong_Check(value)) {
       GlobalTypeError(fn.objects[in.d], "float", value);
@@ -2394,7 +2502,7 @@ grown_int_instruction : {
   }
   NEXT;
   CASE(LOAD_GLOBAL_B) {
-    PyObject* value = LookupGlobal(fn, fn.objects[in.d]);
+    PyObject* value = LookupGlobalCached(fn, PC, fn.objects[in.d]);
     if (value == nullptr) goto error;
     if (!PyBool_Check(value)) {
       GlobalTypeError(fn.objects[in.d], "bool", value);
@@ -2406,16 +2514,17 @@ grown_int_instruction : {
 
   // ---- Object mode ------------------------------------------------------------------------
   CASE(LOAD_ATTR) {
-    PyMemberDef* member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
-    PyObject* value = member != nullptr ? PyMember_GetOne(reinterpret_cast<const char*>(R(in.b).o), member)
-                                        : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
+    PyMemberDef* member = CachedSlotMember(fn, PC, R(in.b).o, false);
+    if (member == nullptr) member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
+    PyObject* value = member != nullptr ? GetSlot(R(in.b).o, member) : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
   NEXT_AFTER_PYTHON;
   CASE(STORE_ATTR) {
-    PyMemberDef* member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
-    const int stored = member != nullptr ? PyMember_SetOne(reinterpret_cast<char*>(R(in.a).o), member, R(in.b).o)
+    PyMemberDef* member = CachedSlotMember(fn, PC, R(in.a).o, true);
+    if (member == nullptr) member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
+    const int stored = member != nullptr ? SetSlot(R(in.a).o, member, R(in.b).o)
                                          : PyObject_SetAttr(R(in.a).o, fn.objects[in.d], R(in.b).o);
     if (stored < 0) goto error;
   }
