@@ -11,6 +11,9 @@ interpreter loop. Every system runs each program in its own process:
   CPython          the same file as plain Python (PPY_IMPORT=python)
   ppy interpreter  PPY_JIT=0
   ppy              the default tiers (machine code once hot)
+  ppy object mode  the same with PPY_OBJECT_CODE=compile: functions of mostly
+                   object operations compiled too, instead of running as
+                   Python (docs/language.md, "Object code runs as Python")
 
 in R interleaved rounds (so that the machine's noise falls on every system
 alike). A process runs the program's main(SIZE) once (the warm-up, whose
@@ -52,10 +55,14 @@ SYSTEMS = [
     ("CPython", {"PPY_IMPORT": "python"}),
     ("ppy interpreter", {"PPY_JIT": "0"}),
     ("ppy", {}),
+    ("ppy object mode", {"PPY_OBJECT_CODE": "compile"}),
 ]
 
 
 def run_one(program, system_env, repeats, cache):
+    # (Each setting of PPY_OBJECT_CODE keeps entries of its own: an entry built
+    # under the other would be rebuilt by every process.)
+    cache = os.path.join(cache, system_env.get("PPY_OBJECT_CODE", "python"))
     env = dict(os.environ, PPY_CACHE_DIR=cache, PPY_QUIET="1", **system_env)
     out = subprocess.run([sys.executable, "-c", WORKER, PROGRAMS, program, str(repeats)], env=env,
                          capture_output=True, text=True)
@@ -75,8 +82,10 @@ def main():
         programs = [args.only]
     with tempfile.TemporaryDirectory(prefix="ppy-objects-") as cache:
         # Built once, so that no timed process compiles.
-        subprocess.run([sys.executable, "-m", "ppy", "build", "--warm", PROGRAMS],
-                       env=dict(os.environ, PPY_CACHE_DIR=cache, PPY_QUIET="1"), check=True)
+        for object_code in ("python", "compile"):
+            subprocess.run([sys.executable, "-m", "ppy", "build", "--warm", PROGRAMS],
+                           env=dict(os.environ, PPY_CACHE_DIR=os.path.join(cache, object_code), PPY_QUIET="1",
+                                    PPY_OBJECT_CODE=object_code), check=True)
         medians = {(p, s): [] for p in programs for s, _ in SYSTEMS}
         for _ in range(args.rounds):
             for program in programs:

@@ -261,6 +261,8 @@ struct FunctionRuntime {
   // the versions of the module's globals and, for a builtin, of its builtins
   // when it was found (vm/interpreter.cpp, LookupGlobalCached). While the
   // versions hold, the namespaces are unchanged, so the value is still there.
+  // On 3.11 a CALL_METHOD on a module keeps the function it found in the
+  // module's dict here too, by that dict's version (ModuleFunction).
   struct GlobalCacheEntry {
     uint64_t globals_version = 0;
     uint64_t builtins_version = 0;  // 0: found in the globals

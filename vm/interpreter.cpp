@@ -173,18 +173,45 @@ inline bool ExactIntValue(PyObject* object, long long* value) {
 
 // `left op right` (BINARY_O's D, in-place forms included: floats and ints are
 // immutable) for two exact floats or two exact ints, or null.
+// `left op right` as a double for two exact floats and + - * / (not a
+// division by zero, which raises): true, or false for anything else.
+inline bool FastFloatBinary(int op, PyObject* left, PyObject* right, double* result) {
+  if (!PyFloat_CheckExact(left) || !PyFloat_CheckExact(right)) return false;
+  const double x = PyFloat_AS_DOUBLE(left), y = PyFloat_AS_DOUBLE(right);
+  switch (static_cast<BinaryOp>(op >= kBinaryInPlace ? op - kBinaryInPlace : op)) {
+    case BinaryOp::ADD: *result = x + y; return true;
+    case BinaryOp::SUB: *result = x - y; return true;
+    case BinaryOp::MUL: *result = x * y; return true;
+    case BinaryOp::TRUEDIV:
+      if (y == 0.0) return false;
+      *result = x / y;
+      return true;
+    default: return false;
+  }
+}
+
+// Stores a float result into `reg`: in place when the register holds an exact
+// float nothing else references (a reference count of 1, and an object
+// parameter is held by its caller too), which no one can tell from a new one,
+// without an allocation and a release (CPython's own float operations reuse
+// memory through a free list); else a new float. False if it cannot be
+// allocated.
+inline bool StoreFloat(Value& reg, double value) {
+  PyObject* old = reg.o;
+  if (old != nullptr && Py_REFCNT(old) == 1 && PyFloat_CheckExact(old)) {
+    reinterpret_cast<PyFloatObject*>(old)->ob_fval = value;
+    return true;
+  }
+  PyObject* boxed = PyFloat_FromDouble(value);
+  if (boxed == nullptr) return false;
+  SetObject(reg, boxed);
+  return true;
+}
+
 PyObject* FastBinary(int op, PyObject* left, PyObject* right) {
   const auto binary = static_cast<BinaryOp>(op >= kBinaryInPlace ? op - kBinaryInPlace : op);
-  if (PyFloat_CheckExact(left) && PyFloat_CheckExact(right)) {
-    const double x = PyFloat_AS_DOUBLE(left), y = PyFloat_AS_DOUBLE(right);
-    switch (binary) {
-      case BinaryOp::ADD: return PyFloat_FromDouble(x + y);
-      case BinaryOp::SUB: return PyFloat_FromDouble(x - y);
-      case BinaryOp::MUL: return PyFloat_FromDouble(x * y);
-      case BinaryOp::TRUEDIV: return y != 0.0 ? PyFloat_FromDouble(x / y) : nullptr;
-      default: return nullptr;
-    }
-  }
+  double result;
+  if (FastFloatBinary(op, left, right, &result)) return PyFloat_FromDouble(result);
   if (PyLong_CheckExact(left) && PyLong_CheckExact(right)) {
     long long x, y, value;
     if (!ExactIntValue(left, &x) || !ExactIntValue(right, &y)) return nullptr;
@@ -276,6 +303,31 @@ PyObject* CachedTypeLookup(const FunctionCode& fn, int pc, PyTypeObject* type, P
   return entry.found;
 }
 
+// `module_dict[name]` (borrowed), or null (with an exception if the lookup
+// raised). On 3.11 it is cached for the CALL_METHOD at `pc` (in its
+// global_cache entry) by the dict's version tag, which 3.11 draws from one
+// counter for all dicts: an equal tag is the same dict, unchanged since. (From
+// 3.12 the tag is deprecated: the dict is looked up every time.)
+PyObject* ModuleFunction(const FunctionCode& fn, int pc, PyObject* module_dict, PyObject* name) {
+#if PY_VERSION_HEX < 0x030C0000
+  const uint64_t version = reinterpret_cast<PyDictObject*>(module_dict)->ma_version_tag;
+  FunctionRuntime& runtime = *fn.runtime;
+  if (runtime.global_cache == nullptr) {
+    runtime.global_cache = std::make_unique<FunctionRuntime::GlobalCacheEntry[]>(fn.code.size());
+  }
+  FunctionRuntime::GlobalCacheEntry& entry = runtime.global_cache[pc];
+  if (entry.value != nullptr && entry.globals_version == version) return entry.value;
+  PyObject* function = PyDict_GetItemWithError(module_dict, name);
+  entry = function != nullptr ? FunctionRuntime::GlobalCacheEntry{version, 0, function}
+                              : FunctionRuntime::GlobalCacheEntry{};
+  return function;
+#else
+  (void)fn;
+  (void)pc;
+  return PyDict_GetItemWithError(module_dict, name);
+#endif
+}
+
 // Whether `type` has no attribute `name`: a miss of CachedTypeLookup that
 // its cache holds (a type without a valid version tag is never known to lack it).
 bool TypeLacks(const FunctionCode& fn, int pc, PyTypeObject* type, PyObject* name) {
@@ -321,7 +373,7 @@ PyObject* CallMethodCached(const FunctionCode& fn, int pc, PyObject* name, PyObj
   PyTypeObject* type = Py_TYPE(args[0]);
   if (type == &PyModule_Type) {
     if (TypeLacks(fn, pc, type, name)) {
-      PyObject* function = PyDict_GetItemWithError(PyModule_GetDict(args[0]), name);  // borrowed
+      PyObject* function = ModuleFunction(fn, pc, PyModule_GetDict(args[0]), name);  // borrowed
       if (function != nullptr) {
         Py_INCREF(function);  // (the call may rebind the name)
         PyObject* result = PyObject_Vectorcall(function, args + 1, nargs - 1, nullptr);
@@ -1748,9 +1800,7 @@ grown_int_instruction : {
   }
   CASE(BOX_F) {
     const bool plain = PURE && ReleaseIsPure(R(in.a).o);
-    PyObject* boxed = PyFloat_FromDouble(R(in.b).f);
-    if (boxed == nullptr) goto error;
-    SetObject(R(in.a), boxed);
+    if (!StoreFloat(R(in.a), R(in.b).f)) goto error;
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(BOX_C) {
@@ -2558,6 +2608,11 @@ grown_int_instruction : {
   NEXT_AFTER_PYTHON;
   CASE(BINARY_O) {
     const bool plain = PURE && IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && ReleaseIsPure(R(in.a).o);
+    double result;
+    if (FastFloatBinary(in.d, R(in.b).o, R(in.c).o, &result)) {
+      if (!StoreFloat(R(in.a), result)) goto error;
+      NEXT_AFTER_NUMBERS(plain);
+    }
     PyObject* value = FastBinary(in.d, R(in.b).o, R(in.c).o);
     if (value == nullptr) {
       if (PyErr_Occurred()) goto error;  // (a float could not be allocated)
