@@ -50,6 +50,10 @@ std::vector<int32_t> LoopEntries(const FunctionCode& fn) {
   return entries;
 }
 
+bool MachineCodeCanRun(const FunctionCode& fn) {
+  return !fn.code.empty() && (Covers(fn, fn.code[0]) || !LoopEntries(fn).empty());
+}
+
 // Small enough that running it in place costs less code than the call it
 // replaces, and asmjit's allocator stays quick.
 constexpr size_t kMaxInlineInstructions = 48;

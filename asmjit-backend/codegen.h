@@ -55,6 +55,11 @@ bool Covers(const FunctionCode& fn, const Instr& in);
 // runs entirely. Sorted.
 std::vector<int32_t> LoopEntries(const FunctionCode& fn);
 
+// Whether the interpreter would ever enter `fn`'s machine code: at its start
+// (covered) or at a loop entry. Code for a function without either (object
+// code) would never run, so none is made (CompileBlob).
+bool MachineCodeCanRun(const FunctionCode& fn);
+
 // Whether machine code for `caller` runs a typed call of `callee` (CALL_FN)
 // as the callee's own instructions in place, with no frame (EmitInlineCall):
 // a small function of ints and floats, without loops, calls or stores, with

@@ -138,6 +138,13 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
                     kMaxJitInstructions);
     return false;
   }
+  // Code that would never run is not made: a trace that said "compiled"
+  // would mislead, and the compile would cost for nothing.
+  if (!MachineCodeCanRun(fn)) {
+    *error = "machine code would never run: the function starts with, and each of its loops contains, an "
+             "instruction only the interpreter runs (object code)";
+    return false;
+  }
   asmjit::Environment environment = asmjit::Environment::host();
   asmjit::CodeHolder code;
   code.init(environment);
