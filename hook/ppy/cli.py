@@ -247,6 +247,8 @@ def _command_dis(args):
         except ValueError as error:
             print(f"ppy dis: {error}", file=sys.stderr)
             return 2
+        except RuntimeError as error:  # a function the JIT makes no code for, and why
+            print(f"  none: {error}")
     return 0
 
 

@@ -359,3 +359,50 @@ def test_dis_shows_a_specialization_and_its_guard(runner, tmp_path):
     assert bad.returncode == 2 and "--value takes NAME=INT, not 'cols=x'" in bad.stderr
     bad = runner.ppy("dis", "--jit", "--value", "cols=16", tmp_path / "kernel.ppy")
     assert bad.returncode == 2 and "--value needs FUNC" in bad.stderr
+
+
+NEVER_ENTERED = """\
+import math
+import ppy
+
+
+@ppy.native
+def norm(p):
+    return math.sqrt(p[0] * p[0] + p[1] * p[1])
+
+
+@ppy.native
+def total(points):
+    s = 0.0
+    for p in points:
+        s = s + norm(p)
+    return s
+
+
+@ppy.native
+def counted(n: int) -> int:
+    t = 0
+    for i in range(n):
+        t += i * i
+    return t
+"""
+
+
+def test_no_machine_code_for_a_function_it_could_never_enter(runner, tmp_path):
+    """norm starts with an object instruction and has no loop; total's only
+    loop is object code: machine code for either would never be entered, so
+    none is made, and neither the trace nor ppy dis --jit pretends otherwise
+    (issue 13). counted, beside them, is compiled and entered."""
+    (tmp_path / "shapes.ppy").write_text(NEVER_ENTERED)
+    script = "import ppy, shapes\nprint(shapes.total([(3.0, 4.0)] * 50), shapes.counted(10))\n"
+    run = runner.python("-c", script, cwd=tmp_path, PPY_TRACE="1", PPY_JIT="eager")
+    assert run.returncode == 0 and run.stdout == "250.0 285\n", run.stderr
+    for name in ("norm", "total"):
+        assert f"jit: {name} stays on the interpreter: machine code would never run" in run.stderr, run.stderr
+        assert f"jit: compiled {name}" not in run.stderr
+        assert trace_counts(run.stderr, f"shapes.{name}")[1] == 0
+    assert "jit: compiled counted" in run.stderr and trace_counts(run.stderr, "shapes.counted")[1] > 0
+    dis = runner.ppy("dis", "--jit", tmp_path / "shapes.ppy")
+    assert dis.returncode == 0, dis.stderr
+    assert "machine code of norm (" in dis.stdout and "  none: machine code would never run" in dis.stdout
+    assert dis.stdout.count("  none: ") == 2, dis.stdout
