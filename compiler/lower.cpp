@@ -576,6 +576,12 @@ int Lowering::EmitSubscript(const Expr& expr, int target) {
     return LoadElement(buffer, base.type, index, target);
   }
   int object = ObjectValue(base);
+  if (index.type.is_int()) {  // (not a bool: a key of True is not 1 to every __getitem__)
+    int key = ValueOf(index);
+    int dest = Destination(target, Kind::kObject);
+    Emit(Op::GETITEM_I, dest, object, key);
+    return dest;
+  }
   int key = ObjectValue(index);
   int dest = Destination(target, Kind::kObject);
   Emit(Op::GETITEM, dest, object, key);

@@ -462,6 +462,24 @@ Py_ssize_t FastIndex(PyObject* index, Py_ssize_t length) {
   return i >= 0 && i < length ? static_cast<Py_ssize_t>(i) : -1;
 }
 
+// container[i] for an exact list or tuple and a machine int inside it
+// (negative counts from the end): a new reference, or null.
+inline PyObject* FastGetItemAt(PyObject* container, int64_t i) {
+  Py_ssize_t length;
+  PyObject** items;
+  if (PyList_CheckExact(container)) {
+    length = PyList_GET_SIZE(container);
+    items = reinterpret_cast<PyListObject*>(container)->ob_item;
+  } else if (PyTuple_CheckExact(container)) {
+    length = PyTuple_GET_SIZE(container);
+    items = reinterpret_cast<PyTupleObject*>(container)->ob_item;
+  } else {
+    return nullptr;
+  }
+  if (i < 0) i += length;
+  return i >= 0 && i < length ? Py_NewRef(items[i]) : nullptr;
+}
+
 // container[index] for an exact list or tuple and an exact int inside it (a
 // new reference), or null.
 PyObject* FastGetItem(PyObject* container, PyObject* index) {
@@ -1473,6 +1491,16 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
       return true;
     }
     case Op::CALL_FN: return CallWithGrownInts(fn, regs, grown, in, pc);
+    case Op::GETITEM_I: {  // (a container subscripted by an int beyond 64 bits: a dict's key, say)
+      PyObject* key = object(in.c);
+      PyObject* value = key ? PyObject_GetItem(regs[in.b].o, key) : nullptr;
+      Py_XDECREF(key);
+      if (value == nullptr) return false;
+      PyObject* old = regs[in.a].o;
+      regs[in.a].o = value;
+      Py_XDECREF(old);
+      return true;
+    }
     default:
       // An index or an element: ints that must fit 64 bits, where CPython
       // raises for one this large.
@@ -2588,6 +2616,23 @@ grown_int_instruction : {
       NEXT_AFTER_NUMBERS(plain);
     }
     PyObject* value = PyObject_GetItem(R(in.b).o, R(in.c).o);
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT_AFTER_PYTHON;
+  CASE(GETITEM_I) {
+    // A typed int index: a list or tuple item needs no int object (CPython
+    // makes one per iteration of the loop that counts it); anything else gets
+    // the int, boxed, as CPython's subscript would.
+    if (PyObject* item = FastGetItemAt(R(in.b).o, R(in.c).i)) {
+      const bool plain = PURE && ReleaseIsPure(R(in.a).o);
+      SetObject(R(in.a), item);
+      NEXT_AFTER_NUMBERS(plain);
+    }
+    PyObject* key = PyLong_FromLongLong(R(in.c).i);
+    if (key == nullptr) goto error;
+    PyObject* value = PyObject_GetItem(R(in.b).o, key);
+    Py_DECREF(key);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
