@@ -76,22 +76,26 @@ void CheckThreadedCode(const FunctionInfo& info, const FunctionCode& fn, std::ve
   }
 }
 
-// ---- Object code: where CPython is the faster tier -------------------------------------
+// ---- Object code: where CPython is as fast -----------------------------------------------
 // An object instruction (vm/opcodes.def's OBJ) does what CPython's own
 // instructions do, through the same C API, and machine code leaves it to the
-// interpreter; CPython 3.11+ specializes such instructions in place (PEP 659),
-// which ppy's interpreter does not, and runs them faster: functions made of
-// them ran at 0.5x-0.8x of CPython's speed in benchmarks/objects.py
-// (docs/benchmarks.md). A typed operation (int or float arithmetic or
-// comparison, a buffer access, a math function, a typed call of a compiled
-// function, a prange) is where ppy wins, by an order of magnitude in machine
-// code and 5-10x in the interpreter. So a function runs as Python ("never
-// slower", issue 13), as if it had fallen back, when its typed operations are
-// fewer than a fifth of its object operations, each counted 16 times per
-// loop around it (the inner loops are the work), unless @ppy.native asks for
-// it. Glue is neither: moves, truth tests and jumps, boxing and unboxing,
+// interpreter. CPython 3.11+ specializes such instructions in place (PEP 659);
+// ppy's interpreter has fast paths and inline caches for the commonest ones,
+// and comes out about even: on the object-only programs of
+// benchmarks/objects.py it executes 0.75x to 1.10x of CPython's instructions
+// (docs/benchmarks.md), faster on list loops, slower on dict subscripts and on
+// small functions called from Python. Which one a function is cannot be told
+// before it runs. A typed operation (int or float arithmetic or comparison, a
+// buffer access, a math function, a typed call of a compiled function, a
+// prange) is where ppy wins, by an order of magnitude in machine code and
+// 5-10x in the interpreter. So, never to be slower (issue 13), a function runs
+// as Python, as if it had fallen back, when its typed operations are fewer
+// than a fifth of its object operations, each counted 16 times per loop
+// around it (the inner loops are the work), unless @ppy.native asks for it.
+// Glue is neither: moves, truth tests and jumps, boxing and unboxing,
 // returns, and the counter of a counted loop (FORPREP's guard included).
-constexpr const char* kObjectCodeReason = "mostly object operations, which CPython runs faster; @ppy.native compiles it";
+constexpr const char* kObjectCodeReason =
+    "mostly object operations, which CPython runs about as fast; @ppy.native compiles it";
 
 bool MostlyObjectWork(const FunctionCode& fn) {
   const int n = static_cast<int>(fn.code.size());

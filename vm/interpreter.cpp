@@ -171,8 +171,6 @@ inline bool ExactIntValue(PyObject* object, long long* value) {
   return overflow == 0;
 }
 
-// `left op right` (BINARY_O's D, in-place forms included: floats and ints are
-// immutable) for two exact floats or two exact ints, or null.
 // `left op right` as a double for two exact floats and + - * / (not a
 // division by zero, which raises): true, or false for anything else.
 inline bool FastFloatBinary(int op, PyObject* left, PyObject* right, double* result) {
@@ -208,6 +206,8 @@ inline bool StoreFloat(Value& reg, double value) {
   return true;
 }
 
+// `left op right` (BINARY_O's D, in-place forms included: floats and ints are
+// immutable) for two exact floats or two exact ints, or null.
 PyObject* FastBinary(int op, PyObject* left, PyObject* right) {
   const auto binary = static_cast<BinaryOp>(op >= kBinaryInPlace ? op - kBinaryInPlace : op);
   double result;

@@ -246,7 +246,7 @@ def test_functions_of_object_operations_run_as_python(runner, tmp_path):
     typed work or @ppy.native keeps a function compiled; PPY_OBJECT_CODE=compile
     compiles it anyway, and an entry built under the other setting is a miss."""
     path = _write(tmp_path, "objects.ppy", OBJECT_CODE)
-    reason = "python (mostly object operations, which CPython runs faster; @ppy.native compiles it)"
+    reason = "python (mostly object operations, which CPython runs about as fast; @ppy.native compiles it)"
     check = runner.ppy("check", "-v", path)
     assert check.returncode == 0, check.stdout + check.stderr
     assert f"{path}:3: lookup: {reason}\n" in check.stdout
