@@ -88,7 +88,10 @@ void CheckThreadedCode(const FunctionInfo& info, const FunctionCode& fn, std::ve
 // before it runs. A typed operation (int or float arithmetic or comparison, a
 // buffer access, a math function, a typed call of a compiled function, a
 // prange) is where ppy wins, by an order of magnitude in machine code and
-// 5-10x in the interpreter. So, never to be slower (issue 13), a function runs
+// 5-10x in the interpreter; so is a subscript by a typed int (GETITEM_I: no
+// int object per item read), which made object mode 0.62x of CPython's
+// instructions on a list loop (examples/05_object_mode) and 0.75x on nbody
+// (constant indices). So, never to be slower (issue 13), a function runs
 // as Python, as if it had fallen back, when its typed operations are fewer
 // than a fifth of its object operations, each counted 16 times per loop
 // around it (the inner loops are the work), unless @ppy.native asks for it.
@@ -132,7 +135,9 @@ bool MostlyObjectWork(const FunctionCode& fn) {
       default: break;
     }
     if (counted_guard[pc]) continue;
-    (HasFlag(op, kFlagObj) ? object : typed) += weight;
+    // A subscript by a typed int counts with the typed work: a list or tuple
+    // item is read without the int object CPython makes for it.
+    (HasFlag(op, kFlagObj) && op != Op::GETITEM_I ? object : typed) += weight;
   }
   return object > 0 && typed * 5 < object;
 }

@@ -134,8 +134,8 @@ def caller(x: int) -> int:
 // The "never slower" rule (compile.cpp, MostlyObjectWork): a function whose
 // loops do object operations and (almost) nothing typed runs as Python, unless
 // @ppy.native asks for it; typed work, even beside object operations, keeps
-// a function compiled. testing::Compile turns the rule off, as the import
-// hook never does.
+// a function compiled, and so does a subscript by a typed int (`indexed`).
+// testing::Compile turns the rule off, as the import hook never does.
 TEST(Compiler, FunctionsOfMostlyObjectOperationsRunAsPython) {
   const char* source = R"(
 import ppy
@@ -146,7 +146,13 @@ def objects(xs):
         total += x
     return total
 
-def counted(xs, n: int):
+def counted(rows, key, n: int):
+    total = 0
+    for i in range(n):
+        total += rows[key]
+    return total
+
+def indexed(xs, n: int):
     total = 0
     for i in range(n):
         total += xs[i]
@@ -182,7 +188,9 @@ def forced(xs):
         EXPECT_EQ(report.reason_loc.line, 0) << name;
       }
     }
-    for (const char* name : {"typed", "mixed", "forced"}) EXPECT_TRUE(Report(result, name).compiled) << name;
+    for (const char* name : {"typed", "mixed", "indexed", "forced"}) {
+      EXPECT_TRUE(Report(result, name).compiled) << name;
+    }
   }
 }
 
