@@ -80,7 +80,7 @@ OPS = textwrap.dedent("""
     from kern.helpers import twice
 
     def total(xs: Buffer[float]) -> float:
-        s = 0.0
+        s: float = 0.0  # (a float register: the function's start is machine code)
         for i in range(len(xs)):
             s += twice(xs[i])
         return s
