@@ -1377,10 +1377,10 @@ int Lowering::EmitJoinedStr(const Expr& expr, int target) {
 // through the C API and tests the result's truth.
 void Lowering::CompareBranch(CmpOp op, int left, Type left_type, int right, Type right_type, bool when,
                              Label* label) {
-  bool numeric = left_type.is_numeric() && right_type.is_numeric() && op != CmpOp::kIs && op != CmpOp::kIsNot &&
-                 op != CmpOp::kIn && op != CmpOp::kNotIn;
-  if (!numeric && op != CmpOp::kIs && op != CmpOp::kIsNot && op != CmpOp::kIn && op != CmpOp::kNotIn &&
-      !IsComplexEquality(op, left_type, right_type)) {
+  const bool identity_or_membership =
+      op == CmpOp::kIs || op == CmpOp::kIsNot || op == CmpOp::kIn || op == CmpOp::kNotIn;
+  bool numeric = left_type.is_numeric() && right_type.is_numeric() && !identity_or_membership;
+  if (!numeric && !identity_or_membership && !IsComplexEquality(op, left_type, right_type)) {
     // Through the C API: the comparison and the truth of its result in one
     // instruction, as EmitComparePair's COMPARE_O then Truth's TRUTH_O would.
     EmitJump(when ? Op::JT_COMPARE_O : Op::JF_COMPARE_O, Coerce(left, left_type, Type::Object()),

@@ -206,12 +206,11 @@ inline bool StoreFloat(Value& reg, double value) {
   return true;
 }
 
-// `left op right` (BINARY_O's D, in-place forms included: floats and ints are
-// immutable) for two exact floats or two exact ints, or null.
-PyObject* FastBinary(int op, PyObject* left, PyObject* right) {
+// `left op right` (BINARY_O's D, in-place forms included: ints are
+// immutable) for two exact ints whose result fits 64 bits, or null. (Two
+// floats are FastFloatBinary's, which BINARY_O tries first.)
+PyObject* FastIntBinary(int op, PyObject* left, PyObject* right) {
   const auto binary = static_cast<BinaryOp>(op >= kBinaryInPlace ? op - kBinaryInPlace : op);
-  double result;
-  if (FastFloatBinary(op, left, right, &result)) return PyFloat_FromDouble(result);
   if (PyLong_CheckExact(left) && PyLong_CheckExact(right)) {
     long long x, y, value;
     if (!ExactIntValue(left, &x) || !ExactIntValue(right, &y)) return nullptr;
@@ -303,6 +302,16 @@ PyObject* CachedTypeLookup(const FunctionCode& fn, int pc, PyTypeObject* type, P
   return entry.found;
 }
 
+// The global_cache entry of the instruction at `pc`, the cache made at the
+// first use.
+FunctionRuntime::GlobalCacheEntry& GlobalCacheAt(const FunctionCode& fn, int pc) {
+  FunctionRuntime& runtime = *fn.runtime;
+  if (runtime.global_cache == nullptr) {
+    runtime.global_cache = std::make_unique<FunctionRuntime::GlobalCacheEntry[]>(fn.code.size());
+  }
+  return runtime.global_cache[pc];
+}
+
 // `module_dict[name]` (borrowed), or null (with an exception if the lookup
 // raised). On 3.11 it is cached for the CALL_METHOD at `pc` (in its
 // global_cache entry) by the dict's version tag, which 3.11 draws from one
@@ -311,11 +320,7 @@ PyObject* CachedTypeLookup(const FunctionCode& fn, int pc, PyTypeObject* type, P
 PyObject* ModuleFunction(const FunctionCode& fn, int pc, PyObject* module_dict, PyObject* name) {
 #if PY_VERSION_HEX < 0x030C0000
   const uint64_t version = reinterpret_cast<PyDictObject*>(module_dict)->ma_version_tag;
-  FunctionRuntime& runtime = *fn.runtime;
-  if (runtime.global_cache == nullptr) {
-    runtime.global_cache = std::make_unique<FunctionRuntime::GlobalCacheEntry[]>(fn.code.size());
-  }
-  FunctionRuntime::GlobalCacheEntry& entry = runtime.global_cache[pc];
+  FunctionRuntime::GlobalCacheEntry& entry = GlobalCacheAt(fn, pc);
   if (entry.value != nullptr && entry.globals_version == version) return entry.value;
   PyObject* function = PyDict_GetItemWithError(module_dict, name);
   entry = function != nullptr ? FunctionRuntime::GlobalCacheEntry{version, 0, function}
@@ -398,11 +403,16 @@ PyObject* CallMethodCached(const FunctionCode& fn, int pc, PyObject* name, PyObj
   return PyObject_VectorcallMethod(name, args, nargs, nullptr);
 }
 
-// The `__slots__` member `name` is on `object`'s type: a data descriptor, so
-// it wins over any instance dict, read and written in place as CPython's
-// member descriptors do. Null for anything else (and for a member with
-// audited reads or restricted writes), for the generic path to answer.
-PyMemberDef* SlotMember(const FunctionCode& fn, int pc, PyObject* object, PyObject* name, bool store) {
+// The member a member descriptor `found` describes, if it can be read (or,
+// for a store, written) in place: not one with audited reads or restricted
+// writes. Else null.
+inline PyMemberDef* PlainMember(PyObject* found, bool store) {
+  PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(found)->d_member;
+  return (member->flags & ~(store ? 0 : READONLY)) == 0 ? member : nullptr;
+}
+
+// SlotMember's look at the type, through the instruction's cache.
+PyMemberDef* LookUpSlotMember(const FunctionCode& fn, int pc, PyObject* object, PyObject* name, bool store) {
   PyTypeObject* type = Py_TYPE(object);
   if (store ? type->tp_setattro != PyObject_GenericSetAttr : type->tp_getattro != PyObject_GenericGetAttr) {
     return nullptr;
@@ -410,24 +420,26 @@ PyMemberDef* SlotMember(const FunctionCode& fn, int pc, PyObject* object, PyObje
   PyObject* found = CachedTypeLookup(fn, pc, type, name, [](PyObject* found) {
     return Py_IS_TYPE(found, &PyMemberDescr_Type);
   });
-  if (found == nullptr) return nullptr;
-  PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(found)->d_member;
-  return (member->flags & ~(store ? 0 : READONLY)) == 0 ? member : nullptr;
+  return found != nullptr ? PlainMember(found, store) : nullptr;
 }
 
-// SlotMember's answer from the instruction's cache entry alone, inline, when
-// `object`'s type is the one the entry holds, at the same version tag (a
-// valid tag is never 0, and a modified type's tag changes, so a match means
-// the type is as it was: the same member, the same tp_getattro and
-// tp_setattro); else null, for SlotMember to look.
-inline PyMemberDef* CachedSlotMember(const FunctionCode& fn, int pc, PyObject* object, bool store) {
-  const FunctionRuntime::TypeCacheEntry* cache = fn.runtime->type_cache.get();
-  if (cache == nullptr) return nullptr;
-  const FunctionRuntime::TypeCacheEntry& entry = cache[pc];
-  PyTypeObject* type = Py_TYPE(object);
-  if (entry.type != type || entry.version_tag != type->tp_version_tag || entry.found == nullptr) return nullptr;
-  PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(entry.found)->d_member;
-  return (member->flags & ~(store ? 0 : READONLY)) == 0 ? member : nullptr;
+// The `__slots__` member `name` is on `object`'s type: a data descriptor, so
+// it wins over any instance dict, read and written in place as CPython's
+// member descriptors do. Null for anything else (and for a member with
+// audited reads or restricted writes), for the generic path to answer. The
+// instruction's cache entry answers inline when `object`'s type is the one
+// it holds, at the same version tag (a valid tag is never 0, and a modified
+// type's tag changes, so a match means the type is as it was: the same
+// member, the same tp_getattro and tp_setattro); else the type is looked at.
+inline PyMemberDef* SlotMember(const FunctionCode& fn, int pc, PyObject* object, PyObject* name, bool store) {
+  if (const FunctionRuntime::TypeCacheEntry* cache = fn.runtime->type_cache.get()) {
+    const FunctionRuntime::TypeCacheEntry& entry = cache[pc];
+    PyTypeObject* type = Py_TYPE(object);
+    if (entry.type == type && entry.version_tag == type->tp_version_tag && entry.found != nullptr) {
+      return PlainMember(entry.found, store);
+    }
+  }
+  return LookUpSlotMember(fn, pc, object, name, store);
 }
 
 // `object.member` for a `__slots__` member holding an object (T_OBJECT_EX,
@@ -483,15 +495,9 @@ inline PyObject* FastGetItemAt(PyObject* container, int64_t i) {
 // container[index] for an exact list or tuple and an exact int inside it (a
 // new reference), or null.
 PyObject* FastGetItem(PyObject* container, PyObject* index) {
-  if (PyList_CheckExact(container)) {
-    Py_ssize_t i = FastIndex(index, PyList_GET_SIZE(container));
-    return i >= 0 ? Py_NewRef(PyList_GET_ITEM(container, i)) : nullptr;
-  }
-  if (PyTuple_CheckExact(container)) {
-    Py_ssize_t i = FastIndex(index, PyTuple_GET_SIZE(container));
-    return i >= 0 ? Py_NewRef(PyTuple_GET_ITEM(container, i)) : nullptr;
-  }
-  return nullptr;
+  long long i;
+  if (!PyLong_CheckExact(index) || !ExactIntValue(index, &i)) return nullptr;
+  return FastGetItemAt(container, i);
 }
 
 PyObject* UnaryObject(int op, PyObject* operand) {
@@ -928,11 +934,7 @@ inline uint64_t BuiltinsVersion(const ModuleCode& module) {
 PyObject* LookupGlobalCached(const FunctionCode& fn, int pc, PyObject* name) {
   const uint64_t globals_version = GlobalsVersion(*fn.module);
   if (globals_version == 0) return LookupGlobal(fn, name);
-  FunctionRuntime& runtime = *fn.runtime;
-  if (runtime.global_cache == nullptr) {
-    runtime.global_cache = std::make_unique<FunctionRuntime::GlobalCacheEntry[]>(fn.code.size());
-  }
-  FunctionRuntime::GlobalCacheEntry& entry = runtime.global_cache[pc];
+  FunctionRuntime::GlobalCacheEntry& entry = GlobalCacheAt(fn, pc);
   const uint64_t builtins_version = BuiltinsVersion(*fn.module);
   if (entry.value != nullptr && entry.globals_version == globals_version &&
       (entry.builtins_version == 0 || entry.builtins_version == builtins_version)) {
@@ -1496,9 +1498,7 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
       PyObject* value = key ? PyObject_GetItem(regs[in.b].o, key) : nullptr;
       Py_XDECREF(key);
       if (value == nullptr) return false;
-      PyObject* old = regs[in.a].o;
-      regs[in.a].o = value;
-      Py_XDECREF(old);
+      SetObject(regs[in.a], value);
       return true;
     }
     default:
@@ -2592,16 +2592,14 @@ grown_int_instruction : {
 
   // ---- Object mode ------------------------------------------------------------------------
   CASE(LOAD_ATTR) {
-    PyMemberDef* member = CachedSlotMember(fn, PC, R(in.b).o, false);
-    if (member == nullptr) member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
+    PyMemberDef* member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
     PyObject* value = member != nullptr ? GetSlot(R(in.b).o, member) : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
   NEXT_AFTER_PYTHON;
   CASE(STORE_ATTR) {
-    PyMemberDef* member = CachedSlotMember(fn, PC, R(in.a).o, true);
-    if (member == nullptr) member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
+    PyMemberDef* member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
     const int stored = member != nullptr ? SetSlot(R(in.a).o, member, R(in.b).o)
                                          : PyObject_SetAttr(R(in.a).o, fn.objects[in.d], R(in.b).o);
     if (stored < 0) goto error;
@@ -2658,7 +2656,7 @@ grown_int_instruction : {
       if (!StoreFloat(R(in.a), result)) goto error;
       NEXT_AFTER_NUMBERS(plain);
     }
-    PyObject* value = FastBinary(in.d, R(in.b).o, R(in.c).o);
+    PyObject* value = FastIntBinary(in.d, R(in.b).o, R(in.c).o);
     if (value == nullptr) {
       if (PyErr_Occurred()) goto error;  // (a float could not be allocated)
       value = BinaryObjectOp(in.d, R(in.b).o, R(in.c).o);
