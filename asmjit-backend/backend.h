@@ -12,6 +12,9 @@
 //
 //   AddChecked/SubChecked/MulChecked(d, a, b, overflow): d is fresh, so on
 //     overflow nothing observable is written.
+//   AddCheckedImm(d, a, imm, overflow): d := a + imm, jumping to overflow when
+//     that leaves int64; d may be a (the caller undoes the wrapped sum).
+//   MulCheckedImm(d, a, imm, overflow): d := a * imm, d fresh as for MulChecked.
 //   AddScaled(d, a, b, shift): d := a + (b << shift), wrapping (addresses).
 //   DivMod(q, r, a, b): C's truncating division; b is neither 0 nor -1.
 //   FloatToIntChecked(d, f, L): truncates; jumps to L for a NaN or a value
@@ -64,9 +67,11 @@ enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, k
   void AddChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);                  \
   void SubChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);                  \
   void MulChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);                  \
+  void MulCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow);                \
   void Add(const Int& dst, const Int& a, const Int& b);                                                \
   void Sub(const Int& dst, const Int& a, const Int& b);                                                \
   void AddImm(const Int& dst, const Int& a, int32_t imm);                                              \
+  void AddCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow);                \
   void AddScaled(const Int& dst, const Int& a, const Int& b, int shift);                               \
   void And(const Int& dst, const Int& a, const Int& b);                                                \
   void Or(const Int& dst, const Int& a, const Int& b);                                                 \

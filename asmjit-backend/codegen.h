@@ -26,8 +26,10 @@
 #include <algorithm>
 #include <bitset>
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <string>
@@ -166,6 +168,42 @@ class CodeGen {
     }
     FindFoldedChains();
     FindUnneededBaseDefinitions();
+    FindCommonSubexpressions();
+  }
+
+  // Local common subexpressions: an ADD_I, SUB_I or MUL_I whose operands, in
+  // its block, an earlier instruction of the same kind already combined (an
+  // add or a multiply in either order), with neither operand nor that
+  // instruction's result written since, copies the result (the inlined
+  // eval_a(i, j) computes i + j twice). It cannot overflow: the earlier one
+  // would have left first.
+  void FindCommonSubexpressions() {
+    const int n = static_cast<int>(fn_.code.size());
+    same_as_.assign(n, -1);
+    struct Computed {
+      Op op;
+      int b, c, a;
+    };
+    std::vector<Computed> block;
+    for (int pc = 0; pc < n; ++pc) {
+      if (targets_[pc]) block.clear();
+      const Instr& in = fn_.code[pc];
+      const bool arithmetic = in.op == Op::ADD_I || in.op == Op::SUB_I || in.op == Op::MUL_I;
+      if (arithmetic && !unneeded_[pc]) {
+        for (const Computed& earlier : block) {
+          const bool commutes = in.op != Op::SUB_I && earlier.b == in.c && earlier.c == in.b;
+          if (earlier.op == in.op && ((earlier.b == in.b && earlier.c == in.c) || commutes)) {
+            same_as_[pc] = earlier.a;
+            break;
+          }
+        }
+      }
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      std::erase_if(block, [&](const Computed& e) { return writes[e.a] || writes[e.b] || writes[e.c]; });
+      if (arithmetic && !unneeded_[pc] && in.a != in.b && in.a != in.c) block.push_back({in.op, in.b, in.c, in.a});
+      if (HasFlag(in.op, kFlagJump)) block.clear();
+    }
   }
 
   // The instructions that compute a folded access's offset (and its last
@@ -242,6 +280,8 @@ class CodeGen {
       if (in.op == Op::LOADN_I) return fn_.registers[in.b].elem == ElemType::kU64;
       return false;
     }
+    if (invariant_owner_.count(pc)) return false;  // a copy of what the guard computed
+    if (!same_as_.empty() && same_as_[pc] >= 0) return false;  // a copy (FindCommonSubexpressions)
     switch (fn_.code[pc].op) {
       case Op::ADD_F: case Op::SUB_F: case Op::MUL_F: case Op::MOVE_F: case Op::MOVE_I: return false;
       case Op::DIV_F: return nonzero_checked_[pc];
@@ -358,6 +398,22 @@ class CodeGen {
     // based = data + (sum + constant) * size, computed by the guard.
     std::vector<FoldedAccess> folded;
     std::set<int> writable;         // buffers of those the loop stores into
+    // ADD_I, SUB_I and MUL_I pcs of operands the loop never changes, in this
+    // loop and no loop around it (see FindInvariantArithmetic): the guard
+    // computes each once, the body only copies the result.
+    std::vector<int> invariant_arithmetic;
+    // Buffers the loop reads or writes by a 1-d index (not the hoisted
+    // accesses above) in its own body, outside any counted loop in it, and
+    // never reassigns: the guard copies their data pointers and lengths into
+    // the loop's own registers (`data`, `lengths`).
+    std::set<int> local_buffers;
+    std::map<int, std::pair<Int, Int>> lengths;  // buffer -> its length and store length, for local_buffers
+    // The functions whose calls the loop runs in place (EmitInlineCall), in
+    // a loop with no loop inside it: whether every one of their names still
+    // holds them is one register, `inline_ok`, tested by each call (see
+    // EmitInlineOk).
+    std::set<int> inline_callees;
+    Int inline_ok;
     Int left;    // iterations until the next Ctrl-C check or the loop's end (see ChunkStart)
     Label body;  // after the guard: where the back edge goes
   };
@@ -523,14 +579,103 @@ class CodeGen {
         }
       }
       for (int reg : loop.exact_doubles) converted_[reg] = Float();
+      FindInvariantArithmetic(loop, end);
+      FindInlineCallees(loop, end);
+      for (int pc = loop.header; pc < end; ++pc) {
+        int buffer, base, index;
+        bool store;
+        const Instr& in = fn_.code[pc];
+        if (in.op == Op::ADDTO_F64 || in.op == Op::ADDTO_I64) buffer = in.a;
+        else if (!FlatAccessOf(in, &buffer, &base, &index, &store) || access_loop_.count(pc)) continue;
+        if (local_owner_.count(pc) || WrittenIn(buffer, loop.header, end)) continue;
+        local_owner_[pc] = loop.header;
+        loop.local_buffers.insert(buffer);
+      }
       bool guards = !loop.accesses.empty() || !loop.affine.empty() || !loop.axis_indexes.empty() ||
-                    !loop.nonzero_floats.empty() ||
-                    !loop.nonzero_ints.empty() || !loop.exact_doubles.empty();
+                    !loop.nonzero_floats.empty() || !loop.nonzero_ints.empty() || !loop.exact_doubles.empty() ||
+                    !loop.invariant_arithmetic.empty() || !loop.local_buffers.empty() ||
+                    !loop.inline_callees.empty();
       if (guards) {
         counted_loops_[loop.header] = loop;
         loop_end_[loop.header] = end;
       }
     }
+  }
+
+  // Loop-invariant code motion for int arithmetic: an ADD_I, SUB_I or MUL_I
+  // in the loop [header, end) whose operands the loop never writes computes
+  // the same value in every iteration (`i * n` in matmul's loop over k), so
+  // the loop's guard computes it, once per entry, and the body copies it.
+  // An overflow at the guard leaves for the interpreter at the loop's first
+  // instruction, which raises where the loop would have (or not at all, if
+  // the computation is in a branch the loop never takes). Loops come inner
+  // first: an outer loop that leaves the operands alone too takes the
+  // instruction over, so that it runs once per entry of the outermost.
+  void FindInvariantArithmetic(CountedLoop& loop, int end) {
+    for (int pc = loop.header; pc < end; ++pc) {
+      const Instr& in = fn_.code[pc];
+      if (in.op != Op::ADD_I && in.op != Op::SUB_I && in.op != Op::MUL_I) continue;
+      if (WrittenIn(in.b, loop.header, end) || WrittenIn(in.c, loop.header, end)) continue;
+      auto owner = invariant_owner_.find(pc);
+      if (owner != invariant_owner_.end()) {
+        std::vector<int>& inner = counted_loops_.at(owner->second).invariant_arithmetic;
+        inner.erase(std::find(inner.begin(), inner.end(), pc));
+      }
+      invariant_owner_[pc] = loop.header;
+      loop.invariant_arithmetic.push_back(pc);
+    }
+  }
+
+  // The calls an innermost loop [header, end) runs in place: their guard (a
+  // module function's name still holds it) moves to the loop's entry. Only
+  // Python code can rebind a name, and machine code runs Python code only in
+  // a call it makes (a typed call, or an inlined one's real call) and when it
+  // checks for signals (a signal handler, or another thread while the GIL is
+  // released there): after each, inside the loop, the guard runs again. A
+  // loop with a loop inside it would check for signals in that one too, so
+  // only innermost loops take part.
+  void FindInlineCallees(CountedLoop& loop, int end) {
+    std::set<int> callees;
+    for (int pc = loop.header; pc < end; ++pc) {
+      const Instr& in = fn_.code[pc];
+      if (pc > loop.header && fn_.IsLoopHeader(pc)) return;
+      if (in.op == Op::CALL_FN && Covers(fn_, in) && InlinableCallee(fn_, *fn_.module->functions[in.d])) {
+        callees.insert(in.d);
+      }
+    }
+    loop.inline_callees = callees;
+  }
+
+  // The counted loop whose guard checks the inlined call at pc, or null.
+  CountedLoop* InlineLoop(int pc) {
+    for (auto& [header, loop] : counted_loops_) {
+      if (header <= pc && pc < loop_end_.at(header) && loop.inline_callees.count(fn_.code[pc].d)) return &loop;
+    }
+    return nullptr;
+  }
+
+  // loop.inline_ok := 1 if the name of every function the loop runs in place
+  // still holds it (the module namespace's version word equals the one at
+  // which the interpreter's call last found it there), else 0.
+  void EmitInlineOk(CountedLoop& loop) {
+    if (loop.inline_callees.empty()) return;
+    if (!loop.inline_ok.isValid()) loop.inline_ok = b_.NewInt();
+    Label done = b_.NewLabel();
+    Int versions = b_.NewInt(), word = b_.NewInt(), now = b_.NewInt();
+    b_.MovImm(loop.inline_ok, 0);
+    b_.LoadInt(versions, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, versions)));
+    b_.LoadInt(word, versions, static_cast<int32_t>(offsetof(ModuleVersions, globals)));
+    b_.BranchIntImm(IntCond::kEq, word, 0, done);
+    b_.LoadInt(now, word, 0);
+    for (int d : loop.inline_callees) {
+      Int bound = b_.NewInt();
+      b_.LoadInt(bound, versions, static_cast<int32_t>(offsetof(ModuleVersions, bound)));
+      b_.LoadInt(bound, bound, static_cast<int32_t>(d * sizeof(const uint64_t*)));
+      b_.LoadInt(bound, bound, 0);
+      b_.BranchInt(IntCond::kNe, now, bound, done);
+    }
+    b_.MovImm(loop.inline_ok, 1);
+    b_.Bind(done);
   }
 
   // INDEX_U in a counted loop, of a buffer the loop never reassigns (an N-d
@@ -726,9 +871,24 @@ class CodeGen {
   // overflow leaving for the interpreter (which raises where the loop would).
   void EmitInvariantDefinition(const Int& value, int def) {
     const Instr& in = fn_.code[def];
-    if (in.op == Op::ADD_I) b_.AddChecked(value, I(in.b), I(in.c), Exit());
-    if (in.op == Op::SUB_I) b_.SubChecked(value, I(in.b), I(in.c), Exit());
-    if (in.op == Op::MUL_I) b_.MulChecked(value, I(in.b), I(in.c), Exit());
+    std::optional<int32_t> kb = Immediate(in.b), kc = Immediate(in.c);
+    switch (in.op) {
+      case Op::ADD_I:
+        if (kc && *kc != INT32_MIN) b_.AddCheckedImm(value, I(in.b), *kc, Exit());
+        else if (kb && *kb != INT32_MIN) b_.AddCheckedImm(value, I(in.c), *kb, Exit());
+        else b_.AddChecked(value, I(in.b), I(in.c), Exit());
+        break;
+      case Op::SUB_I:
+        if (kc && *kc != INT32_MIN) b_.AddCheckedImm(value, I(in.b), -*kc, Exit());
+        else b_.SubChecked(value, I(in.b), I(in.c), Exit());
+        break;
+      case Op::MUL_I:
+        if (kc) b_.MulCheckedImm(value, I(in.b), *kc, Exit());
+        else if (kb) b_.MulCheckedImm(value, I(in.c), *kb, Exit());
+        else b_.MulChecked(value, I(in.b), I(in.c), Exit());
+        break;
+      default: break;
+    }
   }
 
   // The base of a hoisted access as the guard sees it: its register, or the
@@ -752,6 +912,11 @@ class CodeGen {
   // chunk counter. Emitted at the loop's head, and again for an on-stack entry
   // at a loop nested in this one (see Dispatch()).
   void EmitGuardChecks(CountedLoop& loop) {
+    for (int def : loop.invariant_arithmetic) {
+      Int& value = invariant_values_[def];
+      if (!value.isValid()) value = b_.NewInt();
+      EmitInvariantDefinition(value, def);
+    }
     // Recomputed bases: the value the loop's computation will give (an
     // overflow leaves for the interpreter, which raises where the loop would).
     std::set<int> computed;
@@ -820,6 +985,15 @@ class CodeGen {
       if (!local.isValid()) local = b_.NewInt();
       b_.Mov(local, data_[access.buffer]);
     }
+    for (int buffer : loop.local_buffers) {
+      Int& local = loop.data[buffer];
+      if (!local.isValid()) local = b_.NewInt();
+      if (!loop.lengths.count(buffer)) loop.lengths[buffer] = {b_.NewInt(), stored_[buffer] ? b_.NewInt() : Int()};
+      b_.Mov(local, data_[buffer]);
+      auto& [length, store_length] = loop.lengths.at(buffer);
+      b_.Mov(length, length_[buffer]);
+      if (stored_[buffer]) b_.Mov(store_length, store_length_[buffer]);
+    }
     for (const AxisAccess& access : loop.axis_indexes) EmitAxisIndexGuard(loop, access);
     for (int buffer : loop.writable) RequireWritable(buffer);
     for (int buffer : loop.element_buffers) {
@@ -853,6 +1027,7 @@ class CodeGen {
       if (!loop.left.isValid()) loop.left = b_.NewInt();
       ChunkStart(loop);
     }
+    EmitInlineOk(loop);
   }
 
   // The guard's part for one INDEX_U of FindAxisIndexes.
@@ -911,6 +1086,7 @@ class CodeGen {
     Label have_ticks = b_.NewLabel(), small = b_.NewLabel();
     b_.BranchIntImm(IntCond::kGt, ticks_, 0, have_ticks);
     CheckSignals();
+    EmitInlineOk(loop);  // (a signal handler may have rebound a name)
     b_.Bind(have_ticks);
     b_.Sub(loop.left, I(loop.limit), I(loop.counter));
     b_.BranchInt(IntCond::kLe, loop.left, ticks_, small);
@@ -937,6 +1113,10 @@ class CodeGen {
       if (targets_[pc]) labels_[pc] = b_.NewLabel();
     }
     const int count = fn_.num_registers();
+    immediate_.assign(count, std::nullopt);
+    for (int reg = 0; reg < count; ++reg) {
+      if (KindOf(reg) == Kind::kInt && ConstantInRange(reg, INT64_MIN, INT64_MAX)) immediate_[reg] = ConstantValueOf(reg);
+    }
     ints_.resize(count);
     floats_.resize(count);
     data_.resize(count);
@@ -953,9 +1133,9 @@ class CodeGen {
       int32_t slot = static_cast<int32_t>(reg * sizeof(Value));
       switch (KindOf(reg)) {
         case Kind::kInt:
+          if (immediate_[reg]) break;  // (see I())
           ints_[reg] = b_.NewInt();
-          if (auto known = known_.find(reg); known != known_.end()) b_.MovImm(ints_[reg], known->second);
-          else b_.LoadInt(ints_[reg], regs, slot);
+          b_.LoadInt(ints_[reg], regs, slot);
           break;
         case Kind::kFloat:
           floats_[reg] = b_.NewFloat();
@@ -1063,6 +1243,12 @@ class CodeGen {
   // before an exit had an effect (InlinableCallee): the call starts afresh.
   void EmitInlineCall(int d, const FunctionCode& callee, int first_arg, int result, const Label& done,
                       const Label& call) {
+    if (CountedLoop* loop = InlineLoop(pc_)) {  // checked at the loop's entry
+      b_.BranchIntImm(IntCond::kEq, loop->inline_ok, 0, call);
+      CodeGen inner(b_, callee);
+      inner.GenerateInline(*this, first_arg, result, done, call);
+      return;
+    }
     Int versions = b_.NewInt(), word = b_.NewInt(), now = b_.NewInt(), bound = b_.NewInt();
     b_.LoadInt(versions, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, versions)));
     b_.LoadInt(word, versions, static_cast<int32_t>(offsetof(ModuleVersions, globals)));
@@ -1092,7 +1278,7 @@ class CodeGen {
     const int n = static_cast<int>(fn_.code.size());
     const int count = fn_.num_registers();
     for (int reg = 0; reg < count; ++reg) {
-      if (!used_[reg]) continue;
+      if (!used_[reg] || immediate_[reg]) continue;
       const bool is_float = KindOf(reg) == Kind::kFloat;
       if (is_float) floats_[reg] = b_.NewFloat();
       else ints_[reg] = b_.NewInt();
@@ -1115,7 +1301,25 @@ class CodeGen {
     for (const auto& emit : cold_) emit();
   }
 
-  const Int& I(int reg) const { return ints_[reg]; }
+  // The virtual register of int register `reg`. One whose value the code
+  // knows (a constant no instruction writes, or a value specialization's
+  // parameter) has none for the whole function: each use gets a fresh one set
+  // to the value, which the allocator keeps only as long as that use needs
+  // it, so that loops keep their registers for what changes. (Instructions
+  // that take an immediate ask Immediate() first.)
+  Int I(int reg) const {
+    if (!immediate_[reg]) return ints_[reg];
+    Int value = b_.NewInt();
+    b_.MovImm(value, *immediate_[reg]);
+    return value;
+  }
+
+  // The value of an int register the code knows (see I()), if it fits the
+  // 32-bit immediate of an add or a compare.
+  std::optional<int32_t> Immediate(int reg) const {
+    if (!immediate_[reg] || *immediate_[reg] < INT32_MIN || *immediate_[reg] > INT32_MAX) return std::nullopt;
+    return static_cast<int32_t>(*immediate_[reg]);
+  }
   const Float& F(int reg) const { return floats_[reg]; }
 
   // The side exit that resumes the interpreter at the current instruction.
@@ -1203,6 +1407,9 @@ class CodeGen {
   Float ExactDouble(int reg) {
     auto cached = converted_.find(reg);
     if (cached != converted_.end() && InGuardedLoop(reg)) return cached->second;
+    if (immediate_[reg] && *immediate_[reg] >= -(int64_t{1} << 53) && *immediate_[reg] <= int64_t{1} << 53) {
+      return FloatOf(static_cast<double>(*immediate_[reg]));
+    }
     RequireExactDouble(I(reg));
     Float converted = b_.NewFloat();
     b_.IntToFloat(converted, I(reg));
@@ -1224,6 +1431,14 @@ class CodeGen {
     Int table = b_.NewInt();
     b_.LoadInt(table, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, helpers)));
     return table;
+  }
+
+  Float FloatOf(double value) {
+    Float f = b_.NewFloat();
+    uint64_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    b_.FloatFromBits(f, bits);
+    return f;
   }
 
   Float Zero() {
@@ -1248,8 +1463,11 @@ class CodeGen {
   // `in_place` normalizes the index in its own register, undone before an exit.
   Int Index(int buffer, const Int& index, bool store = false, int exit_pc = -1, bool in_place = false) {
     if (!checked_[pc_]) return index;
-    Int bound = store ? store_length_[buffer] : length_[buffer];
-    return Normalized(index, bound, length_[buffer], ExitAt(exit_pc < 0 ? pc_ : exit_pc), in_place);
+    Int length = length_[buffer], store_length = stored_[buffer] ? store_length_[buffer] : Int();
+    if (const CountedLoop* loop = LocalLoop(pc_)) {
+      std::tie(length, store_length) = loop->lengths.at(buffer);
+    }
+    return Normalized(index, store ? store_length : length, length, ExitAt(exit_pc < 0 ? pc_ : exit_pc), in_place);
   }
 
   // `index` checked against [0, bound) after Python's rule for negatives
@@ -1391,6 +1609,62 @@ class CodeGen {
     });
   }
 
+  // R[A] = R[B] + k, k + R[B] or R[B] - k, for k a known constant in 32 bits:
+  // an add of an immediate, straight into A's register (undone out of line
+  // before an exit when A is the operand, as in AddOrSubInPlace). False if no
+  // operand is such a constant.
+  bool AddImmediate(const Instr& in) {
+    const bool add = in.op == Op::ADD_I;
+    int operand = in.b;
+    std::optional<int32_t> k = Immediate(in.c);
+    if (!k && add) {
+      k = Immediate(in.b);
+      operand = in.c;
+    }
+    if (!k || *k == INT32_MIN) return false;  // (-k must fit too)
+    const int32_t imm = add ? *k : -*k;
+    const Int& dst = I(in.a);
+    if (in.a != operand) {
+      b_.AddCheckedImm(dst, I(operand), imm, Exit());
+      return true;
+    }
+    Label undo = b_.NewLabel(), exit = Exit();
+    b_.AddCheckedImm(dst, dst, imm, undo);
+    Cold([=, this] {
+      b_.Bind(undo);
+      b_.AddImm(dst, dst, -imm);
+      b_.Jump(exit);
+    });
+    return true;
+  }
+
+  // Jumps to `target` if R[x] cond R[y], comparing with an immediate where
+  // either is a known constant.
+  void BranchCompare(IntCond cond, int x, int y, const Label& target) {
+    if (auto k = Immediate(y)) {
+      b_.BranchIntImm(cond, I(x), *k, target);
+    } else if (auto k = Immediate(x)) {
+      b_.BranchIntImm(Swapped(cond), I(y), *k, target);
+    } else {
+      b_.BranchInt(cond, I(x), I(y), target);
+    }
+  }
+
+  // The condition c' with  a c b  exactly when  b c' a.
+  static IntCond Swapped(IntCond cond) {
+    switch (cond) {
+      case IntCond::kLt: return IntCond::kGt;
+      case IntCond::kLe: return IntCond::kGe;
+      case IntCond::kGt: return IntCond::kLt;
+      case IntCond::kGe: return IntCond::kLe;
+      case IntCond::kUlt: return IntCond::kUgt;
+      case IntCond::kUle: return IntCond::kUge;
+      case IntCond::kUgt: return IntCond::kUlt;
+      case IntCond::kUge: return IntCond::kUle;
+      default: return cond;  // kEq, kNe
+    }
+  }
+
   // Code for rare cases, emitted after the function's body so that the usual
   // path runs straight through, without taken branches.
   void Cold(std::function<void()> emit) { cold_.push_back(std::move(emit)); }
@@ -1411,13 +1685,32 @@ class CodeGen {
 
   void RequireWritable(int buffer) { b_.BranchIntImm(IntCond::kEq, store_length_[buffer], 0, Exit()); }
 
-  // The data pointer to use at this pc: the loop's copy for a hoisted access.
+  // The counted loop whose guard copied the view of the buffer the access at
+  // pc uses (CountedLoop::local_buffers), or null.
+  const CountedLoop* LocalLoop(int pc) const {
+    auto owner = local_owner_.find(pc);
+    return owner == local_owner_.end() ? nullptr : &counted_loops_.at(owner->second);
+  }
+
+  // The data pointer to use at this pc: the loop's copy for a hoisted access
+  // or a local buffer.
   const Int& Data(int buffer) {
+    if (const CountedLoop* local = LocalLoop(pc_)) return local->data.at(buffer);
     auto loop = access_loop_.find(pc_);
     if (loop == access_loop_.end()) return data_[buffer];
     CountedLoop& counted = counted_loops_.at(loop->second);
     int base = access_base_.at(pc_);
     return base >= 0 ? counted.based.at({buffer, base, access_base_def_.at(pc_)}) : counted.data.at(buffer);
+  }
+
+  // The data pointer for a read-modify-write at this pc: the loop's copy, or
+  // the function-long one copied once (so that one waiting on the stack is
+  // loaded once, not at each use).
+  Int LoadedData(int buffer) {
+    if (LocalLoop(pc_)) return Data(buffer);
+    Int data = b_.NewInt();
+    b_.Mov(data, data_[buffer]);
+    return data;
   }
 
   // dst := the element at `index` of the buffer's data (or of `based`, a
@@ -1545,7 +1838,10 @@ class CodeGen {
     const int a = in.a, bb = in.b, c = in.c;
     const int d = in.d;
     switch (in.op) {
-      case Op::MOVE_I: b_.Mov(I(a), I(bb)); break;
+      case Op::MOVE_I:
+        if (immediate_[bb]) b_.MovImm(I(a), *immediate_[bb]);
+        else b_.Mov(I(a), I(bb));
+        break;
       case Op::MOVE_F: b_.Mov(F(a), F(bb)); break;
       case Op::MOVE_U:
         b_.Mov(I(a), I(bb));
@@ -1553,7 +1849,10 @@ class CodeGen {
         b_.Mov(length_[a], length_[bb]);
         if (stored_[a]) b_.Mov(store_length_[a], store_length_[bb]);
         break;
-      case Op::I2F: b_.IntToFloat(F(a), I(bb)); break;
+      case Op::I2F:  // (C's conversion rounds to nearest, as Python's does)
+        if (immediate_[bb]) b_.Mov(F(a), FloatOf(static_cast<double>(*immediate_[bb])));
+        else b_.IntToFloat(F(a), I(bb));
+        break;
       case Op::F2I:  // a failure exits before the interpreter reads R[A]
         if constexpr (B::kTruncationGivesMinWhenInvalid) {
           if (ConvertsForIndex(pc_)) {
@@ -1584,19 +1883,37 @@ class CodeGen {
       case Op::SUB_I:
       case Op::MUL_I: {
         if (unneeded_[pc_]) break;
+        if (auto hoisted = invariant_values_.find(pc_); hoisted != invariant_values_.end()) {
+          b_.Mov(I(a), hoisted->second);  // (FindInvariantArithmetic)
+          break;
+        }
+        if (same_as_[pc_] >= 0) {  // (FindCommonSubexpressions)
+          b_.Mov(I(a), I(same_as_[pc_]));
+          break;
+        }
         if (IsCounterPlusSmall(in)) {
           bool counter_first = RangedLoopWith(bb, true) != nullptr;
           b_.AddImm(I(a), I(counter_first ? bb : c), static_cast<int32_t>(ConstantValueOf(counter_first ? c : bb)));
           break;
         }
+        if (in.op != Op::MUL_I && AddImmediate(in)) break;
         if (in.op != Op::MUL_I && a != c) {
           AddOrSubInPlace(in);
           break;
         }
+        if (in.op == Op::MUL_I) {
+          // Straight into A's register unless A is an operand (R[A] is not
+          // live here then: an exit hands the interpreter only B and C).
+          Int t = a == bb || a == c ? b_.NewInt() : I(a);
+          if (auto k = Immediate(c)) b_.MulCheckedImm(t, I(bb), *k, Exit());
+          else if (auto k = Immediate(bb)) b_.MulCheckedImm(t, I(c), *k, Exit());
+          else b_.MulChecked(t, I(bb), I(c), Exit());
+          b_.Mov(I(a), t);
+          break;
+        }
         Int t = b_.NewInt();
         if (in.op == Op::ADD_I) b_.AddChecked(t, I(bb), I(c), Exit());
-        else if (in.op == Op::SUB_I) b_.SubChecked(t, I(bb), I(c), Exit());
-        else b_.MulChecked(t, I(bb), I(c), Exit());
+        else b_.SubChecked(t, I(bb), I(c), Exit());
         b_.Mov(I(a), t);
         break;
       }
@@ -1807,10 +2124,10 @@ class CodeGen {
       case Op::JT: b_.BranchIntImm(IntCond::kNe, I(a), 0, labels_[d]); break;
       case Op::JF: b_.BranchIntImm(IntCond::kEq, I(a), 0, labels_[d]); break;
       case Op::LOOP: BackEdge(labels_[d]); break;
-      case Op::JLT_I: b_.BranchInt(IntCond::kLt, I(a), I(bb), labels_[d]); break;
-      case Op::JLE_I: b_.BranchInt(IntCond::kLe, I(a), I(bb), labels_[d]); break;
-      case Op::JEQ_I: b_.BranchInt(IntCond::kEq, I(a), I(bb), labels_[d]); break;
-      case Op::JNE_I: b_.BranchInt(IntCond::kNe, I(a), I(bb), labels_[d]); break;
+      case Op::JLT_I: BranchCompare(IntCond::kLt, a, bb, labels_[d]); break;
+      case Op::JLE_I: BranchCompare(IntCond::kLe, a, bb, labels_[d]); break;
+      case Op::JEQ_I: BranchCompare(IntCond::kEq, a, bb, labels_[d]); break;
+      case Op::JNE_I: BranchCompare(IntCond::kNe, a, bb, labels_[d]); break;
       case Op::JLT_F: b_.BranchFloat(FloatCond::kLt, F(a), F(bb), labels_[d]); break;
       case Op::JLE_F: b_.BranchFloat(FloatCond::kLe, F(a), F(bb), labels_[d]); break;
       case Op::JEQ_F: b_.BranchFloat(FloatCond::kEq, F(a), F(bb), labels_[d]); break;
@@ -1833,6 +2150,10 @@ class CodeGen {
       }
 
       case Op::FORPREP: {
+        if (auto step = Immediate(c); step && *step != 0) {  // the direction is known
+          BranchCompare(*step > 0 ? IntCond::kGe : IntCond::kLe, a, bb, labels_[d]);
+          break;
+        }
         Label down = b_.NewLabel(), done = b_.NewLabel();
         b_.BranchIntImm(IntCond::kEq, I(c), 0, Exit());
         b_.BranchIntImm(IntCond::kLt, I(c), 0, down);
@@ -1846,6 +2167,16 @@ class CodeGen {
       case Op::FORLOOP: {
         Label down = b_.NewLabel(), take = b_.NewLabel(), end = b_.NewLabel();
         Int next = b_.NewInt();
+        if (auto step = Immediate(c); step && *step != 0) {  // the direction is known
+          b_.AddCheckedImm(next, I(a), *step, end);  // past 64 bits: the range is over
+          const IntCond past = *step > 0 ? IntCond::kGe : IntCond::kLe;
+          if (auto stop = Immediate(bb)) b_.BranchIntImm(past, next, *stop, end);
+          else b_.BranchInt(past, next, I(bb), end);
+          b_.Mov(I(a), next);
+          BackEdge(labels_[d]);
+          b_.Bind(end);
+          break;
+        }
         b_.AddChecked(next, I(a), I(c), end);  // past 64 bits: the range is over
         b_.BranchIntImm(IntCond::kLt, I(c), 0, down);
         b_.BranchInt(IntCond::kGe, next, I(bb), end);
@@ -1868,7 +2199,7 @@ class CodeGen {
           CountedLoop& loop = chunked->second;
           b_.AddImm(I(a), I(a), 1);
           b_.DecrementAndBranchNonZero(loop.left, loop.body);
-          b_.BranchInt(IntCond::kGe, I(a), I(bb), end);
+          BranchCompare(IntCond::kGe, a, bb, end);
           ChunkStart(loop);  // a chunk ended before the loop did: ticks_ is 0
           b_.Jump(loop.body);
           b_.Bind(end);
@@ -1876,8 +2207,15 @@ class CodeGen {
           break;
         }
         b_.AddImm(I(a), I(a), 1);
-        b_.BranchInt(IntCond::kGe, I(a), I(bb), end);
-        BackEdge(body != bodies_.end() ? body->second : labels_[d]);
+        BranchCompare(IntCond::kGe, a, bb, end);
+        if (chunked != counted_loops_.end() && !chunked->second.inline_callees.empty()) {
+          b_.DecrementAndBranchNonZero(ticks_, body->second);
+          CheckSignals();
+          EmitInlineOk(chunked->second);  // (a signal handler may have rebound a name)
+          b_.Jump(body->second);
+        } else {
+          BackEdge(body != bodies_.end() ? body->second : labels_[d]);
+        }
         b_.Bind(end);
         b_.AddImm(I(a), I(a), -1);
         break;
@@ -1945,17 +2283,20 @@ class CodeGen {
       case Op::ADDTO_F64: {
         Int index = IndexRegister(a, bb, true);
         Float value = b_.NewFloat();
-        b_.LoadElement(ElemType::kF64, value, data_[a], index);
+        Int data = LoadedData(a);
+        b_.LoadElement(ElemType::kF64, value, data, index);
         b_.FAdd(value, value, F(c));
-        b_.StoreElement(ElemType::kF64, value, data_[a], index);
+        b_.StoreElement(ElemType::kF64, value, data, index);
         break;
       }
       case Op::ADDTO_I64: {
         Int index = IndexRegister(a, bb, true);
         Int value = b_.NewInt(), sum = b_.NewInt();
-        b_.LoadElement(ElemType::kI64, value, data_[a], index);
-        b_.AddChecked(sum, value, I(c), Exit());
-        b_.StoreElement(ElemType::kI64, sum, data_[a], index);
+        Int data = LoadedData(a);
+        b_.LoadElement(ElemType::kI64, value, data, index);
+        if (auto k = Immediate(c)) b_.AddCheckedImm(sum, value, *k, Exit());
+        else b_.AddChecked(sum, value, I(c), Exit());
+        b_.StoreElement(ElemType::kI64, sum, data, index);
         break;
       }
 
@@ -2027,6 +2368,9 @@ class CodeGen {
         if (ppy::KindOf(callee.result) == Kind::kFloat) b_.LoadFloat(F(a), frame, slot);
         else b_.LoadInt(I(a), frame, slot);
         LeaveIfViewsMoved();
+        for (auto& [header, loop] : counted_loops_) {  // the call ran Python code
+          if (header <= pc_ && pc_ < loop_end_.at(header)) EmitInlineOk(loop);
+        }
         b_.Bind(done);
         break;
       }
@@ -2060,6 +2404,7 @@ class CodeGen {
   B& b_;
   const FunctionCode& fn_;
   std::map<int, int64_t> known_;  // a value specialization's constants, by register
+  std::vector<std::optional<int64_t>> immediate_;  // per register: a value the code knows (see I())
   std::vector<Op> missing_;
   std::vector<bool> targets_;
   std::vector<Label> labels_;
@@ -2076,6 +2421,10 @@ class CodeGen {
   std::vector<bool> checked_;                // per pc: whether its bounds are checked where it runs
   std::vector<bool> nonzero_checked_;        // per pc: whether its divisor is checked where it runs
   std::map<int, Float> converted_;           // ints a loop guard converted to doubles
+  std::map<int, int> invariant_owner_;       // invariant arithmetic pc -> the loop whose guard computes it
+  std::map<int, Int> invariant_values_;      // invariant arithmetic pc -> what the guard computed
+  std::vector<int> same_as_;                 // per pc: the register holding what it computes already, or -1
+  std::map<int, int> local_owner_;           // access pc -> the loop that copied its buffer's view (local_buffers)
   std::map<int, int> loop_end_;              // by header: the pc of the closing FORLOOP_INC
   std::map<int, int> access_loop_;           // hoisted access pc -> its loop's header
   std::map<int, int> access_base_;           // hoisted access pc -> its base register, or -1

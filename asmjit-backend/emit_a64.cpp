@@ -181,6 +181,10 @@ void A64Backend::MulChecked(const Int& dst, const Int& a, const Int& b, const La
   cc_.b_ne(overflow);
 }
 
+void A64Backend::MulCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow) {
+  MulChecked(dst, a, Constant(imm), overflow);  // (no multiply by an immediate)
+}
+
 void A64Backend::Add(const Int& dst, const Int& a, const Int& b) { cc_.add(dst, a, b); }
 
 void A64Backend::Sub(const Int& dst, const Int& a, const Int& b) { cc_.sub(dst, a, b); }
@@ -197,6 +201,17 @@ void A64Backend::AddImm(const Int& dst, const Int& a, int32_t imm) {
   } else {
     cc_.add(dst, a, Constant(imm));
   }
+}
+
+void A64Backend::AddCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow) {
+  if (FitsArithmetic(imm)) {
+    cc_.adds(dst, a, imm);
+  } else if (FitsArithmetic(-static_cast<int64_t>(imm))) {
+    cc_.subs(dst, a, -static_cast<int64_t>(imm));
+  } else {
+    cc_.adds(dst, a, Constant(imm));
+  }
+  cc_.b_vs(overflow);
 }
 
 void A64Backend::And(const Int& dst, const Int& a, const Int& b) { cc_.and_(dst, a, b); }

@@ -178,6 +178,11 @@ void X86Backend::MulChecked(const Int& dst, const Int& a, const Int& b, const La
   cc_.jo(overflow);
 }
 
+void X86Backend::MulCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow) {
+  cc_.imul(dst, a, imm);
+  cc_.jo(overflow);
+}
+
 void X86Backend::Add(const Int& dst, const Int& a, const Int& b) {
   Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.add(d, s); });
 }
@@ -193,6 +198,12 @@ void X86Backend::AddScaled(const Int& dst, const Int& a, const Int& b, int shift
 void X86Backend::AddImm(const Int& dst, const Int& a, int32_t imm) {
   Mov(dst, a);
   cc_.add(dst, imm);
+}
+
+void X86Backend::AddCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow) {
+  Mov(dst, a);
+  cc_.add(dst, imm);
+  cc_.jo(overflow);
 }
 
 void X86Backend::And(const Int& dst, const Int& a, const Int& b) {
