@@ -19,6 +19,7 @@
 //   DivMod(q, r, a, b): C's truncating division; b is neither 0 nor -1.
 //   FloatToIntChecked(d, f, L): truncates; jumps to L for a NaN or a value
 //     outside int64, and may for exactly INT64_MIN.
+//   MulHighUnsigned(d, a, b): the high 64 bits of the unsigned 128-bit a * b.
 //   SetInt/SetFloat(cond, d, a, b): d := 1 or 0.
 //   CallIntHelper/CallFloatHelper(table, offset, {args}): the helper's address
 //     is read from table + offset, so the code stays position-independent and
@@ -84,6 +85,7 @@ enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, k
   void Sar(const Int& dst, const Int& a, const Int& count);                                            \
   void SarImm(const Int& dst, const Int& a, int imm);                                                  \
   void DivMod(const Int& quotient, const Int& remainder, const Int& a, const Int& b);                  \
+  void MulHighUnsigned(const Int& dst, const Int& a, const Int& b);                                    \
                                                                                                        \
   void FAdd(const Float& dst, const Float& a, const Float& b);                                         \
   void FSub(const Float& dst, const Float& a, const Float& b);                                         \

@@ -171,11 +171,12 @@ class CodeGen {
     FindCommonSubexpressions();
   }
 
-  // Local common subexpressions: an ADD_I, SUB_I or MUL_I whose operands, in
-  // its block, an earlier instruction of the same kind already combined (an
-  // add or a multiply in either order), with neither operand nor that
-  // instruction's result written since, copies the result (the inlined
-  // eval_a(i, j) computes i + j twice). It cannot overflow: the earlier one
+  // Local common subexpressions: int or float arithmetic (CommonOp) whose
+  // operands an earlier instruction of the same kind already combined (an add
+  // or a multiply in either order) on the path into it without a merge, with
+  // neither operand nor that instruction's result written since, copies the
+  // result: the inlined eval_a(i, j) computes i + j twice, Mandelbrot's loop
+  // zr * zr twice. It cannot overflow or divide by zero: the earlier one
   // would have left first.
   void FindCommonSubexpressions() {
     const int n = static_cast<int>(fn_.code.size());
@@ -188,10 +189,11 @@ class CodeGen {
     for (int pc = 0; pc < n; ++pc) {
       if (targets_[pc]) block.clear();
       const Instr& in = fn_.code[pc];
-      const bool arithmetic = in.op == Op::ADD_I || in.op == Op::SUB_I || in.op == Op::MUL_I;
+      const bool arithmetic = CommonOp(in.op);
       if (arithmetic && !unneeded_[pc]) {
         for (const Computed& earlier : block) {
-          const bool commutes = in.op != Op::SUB_I && earlier.b == in.c && earlier.c == in.b;
+          const bool commutes = (in.op == Op::ADD_I || in.op == Op::MUL_I || in.op == Op::ADD_F || in.op == Op::MUL_F) &&
+                                earlier.b == in.c && earlier.c == in.b;
           if (earlier.op == in.op && ((earlier.b == in.b && earlier.c == in.c) || commutes)) {
             same_as_[pc] = earlier.a;
             break;
@@ -202,7 +204,14 @@ class CodeGen {
       RegistersOf(fn_, in, &reads, &writes);
       std::erase_if(block, [&](const Computed& e) { return writes[e.a] || writes[e.b] || writes[e.c]; });
       if (arithmetic && !unneeded_[pc] && in.a != in.b && in.a != in.c) block.push_back({in.op, in.b, in.c, in.a});
-      if (HasFlag(in.op, kFlagJump)) block.clear();
+    }
+  }
+
+  static bool CommonOp(Op op) {
+    switch (op) {
+      case Op::ADD_I: case Op::SUB_I: case Op::MUL_I:
+      case Op::ADD_F: case Op::SUB_F: case Op::MUL_F: case Op::DIV_F: return true;
+      default: return false;
     }
   }
 
@@ -366,9 +375,14 @@ class CodeGen {
     int buffer;
     bool store;
     int scale;  // a register, or -1 for 1 (buf[t + counter])
-    // (register, pc): a register the loop never writes (pc -1), or one it
-    // recomputes alike each iteration at pc (InvariantDefinition)
-    std::vector<std::pair<int, int>> terms;
+    // Added (or, `minus`, subtracted: buf[counter - t]): a register the loop
+    // never writes (def -1), or one it recomputes alike each iteration at def
+    // (InvariantDefinition).
+    struct Term {
+      int reg, def;
+      bool minus = false;
+    };
+    std::vector<Term> terms;
   };
   struct CountedLoop {
     int header = 0;
@@ -402,6 +416,10 @@ class CodeGen {
     // loop and no loop around it (see FindInvariantArithmetic): the guard
     // computes each once, the body only copies the result.
     std::vector<int> invariant_arithmetic;
+    // 1-d accesses whose index (and base) the loop never changes, s[p + 3]
+    // in a loop over j (see FindInvariantAccesses): the guard computes and
+    // checks the index once (hoisted_indexes_), the body uses it as it is.
+    std::vector<int> invariant_accesses;
     // Buffers the loop reads or writes by a 1-d index (not the hoisted
     // accesses above) in its own body, outside any counted loop in it, and
     // never reassigns: the guard copies their data pointers and lengths into
@@ -424,6 +442,7 @@ class CodeGen {
   //   MUL_I x, counter, s  (or s, counter)             index = counter * s
   //   ADD_I x, m, t  (or t, m), m = counter * s as above, earlier on that
   //                  path, or m the counter itself
+  //   SUB_I x, m, t  with m as for ADD_I                index = m - t
   // with s unchanged by the loop and t unchanged or recomputed alike each
   // iteration from unchanged values; LOADX/STOREX add their invariant second
   // register as one more term.
@@ -449,7 +468,7 @@ class CodeGen {
         std::swap(index, extra);  // (the affine one first)
       }
       AffineAccess access{buffer, store, -1, {}};
-      if (extra >= 0) access.terms.emplace_back(extra, -1);
+      if (extra >= 0) access.terms.push_back({extra, -1});
       const int def = last_write(index, pc);
       if (def < 0) continue;
       const Instr& sum = fn_.code[def];
@@ -470,8 +489,24 @@ class CodeGen {
             if (access.scale < 0) continue;
           }
           affine = true;
-          access.terms.emplace_back(term, term_def);
+          access.terms.push_back({term, term_def});
           break;
+        }
+      }
+      if (!affine && sum.op == Op::SUB_I && sum.b != sum.c && sum.c != loop.counter) {
+        // counter - t, or counter * s - t
+        const int product = sum.b, term = sum.c;
+        int term_def = -1;
+        if (!invariant(term)) term_def = InvariantDefinition(term, def, loop.header, end);
+        if (invariant(term) || term_def >= 0) {
+          if (product == loop.counter) {
+            access.scale = -1;
+            affine = true;
+          } else {
+            access.scale = scale_of(last_write(product, def));
+            affine = access.scale >= 0;
+          }
+          if (affine) access.terms.push_back({term, term_def, true});
         }
       }
       if (!affine) continue;
@@ -564,7 +599,7 @@ class CodeGen {
             break;
           case Op::FLOORDIV_I:
           case Op::MOD_I:
-            if (!invariant(in.c) || !nonzero_checked_[pc]) break;
+            if (!invariant(in.c) || !nonzero_checked_[pc] || ConstantInRange(in.c, 1, INT64_MAX)) break;
             add(loop.nonzero_ints, in.c);
             nonzero_checked_[pc] = false;
             break;
@@ -580,6 +615,7 @@ class CodeGen {
       }
       for (int reg : loop.exact_doubles) converted_[reg] = Float();
       FindInvariantArithmetic(loop, end);
+      FindInvariantAccesses(loop, end);
       FindInlineCallees(loop, end);
       for (int pc = loop.header; pc < end; ++pc) {
         int buffer, base, index;
@@ -593,7 +629,8 @@ class CodeGen {
       }
       bool guards = !loop.accesses.empty() || !loop.affine.empty() || !loop.axis_indexes.empty() ||
                     !loop.nonzero_floats.empty() || !loop.nonzero_ints.empty() || !loop.exact_doubles.empty() ||
-                    !loop.invariant_arithmetic.empty() || !loop.local_buffers.empty() ||
+                    !loop.invariant_arithmetic.empty() || !loop.invariant_accesses.empty() ||
+                    !loop.local_buffers.empty() ||
                     !loop.inline_callees.empty();
       if (guards) {
         counted_loops_[loop.header] = loop;
@@ -623,6 +660,41 @@ class CodeGen {
       }
       invariant_owner_[pc] = loop.header;
       loop.invariant_arithmetic.push_back(pc);
+    }
+  }
+
+  // Whether R[reg] at `use` in the loop [header, end) has the same value in
+  // every iteration: the loop never writes it, or the write that reaches
+  // `use` on the body's straight path is invariant arithmetic.
+  bool InvariantAt(int reg, int use, const CountedLoop& loop, int end) const {
+    if (!WrittenIn(reg, loop.header, end)) return true;
+    const int def = StraightPathWrite(reg, use, loop.header);
+    return def >= 0 && fn_.code[def].a == reg && invariant_owner_.count(def);
+  }
+
+  // The value of such a register at the loop's guard: the register itself,
+  // or what the guard (this loop's or an outer one's) computed for its def.
+  Int InvariantValueAt(int reg, int use, const CountedLoop& loop) {
+    if (!WrittenIn(reg, loop.header, loop_end_.at(loop.header))) return I(reg);
+    return invariant_values_.at(StraightPathWrite(reg, use, loop.header));
+  }
+
+  // 1-d accesses in the loop [header, end) whose index, and base for the X
+  // forms, have the same value in every iteration (InvariantAt), of a buffer
+  // the loop never reassigns: their index is checked once, by the guard.
+  // An index outside the buffer there (or a store into a read-only one)
+  // leaves for the interpreter at the loop's first instruction, which raises
+  // at the iteration CPython would, if the access runs at all. The innermost
+  // loop takes an access.
+  void FindInvariantAccesses(CountedLoop& loop, int end) {
+    for (int pc = loop.header; pc < end; ++pc) {
+      int buffer, base, index;
+      bool store;
+      if (!checked_[pc] || !FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store)) continue;
+      if (WrittenIn(buffer, loop.header, end) || !InvariantAt(index, pc, loop, end)) continue;
+      if (base >= 0 && !InvariantAt(base, pc, loop, end)) continue;
+      loop.invariant_accesses.push_back(pc);
+      checked_[pc] = false;
     }
   }
 
@@ -917,6 +989,21 @@ class CodeGen {
       if (!value.isValid()) value = b_.NewInt();
       EmitInvariantDefinition(value, def);
     }
+    for (int pc : loop.invariant_accesses) {
+      int buffer = 0, base = -1, index = 0;
+      bool store = false;
+      FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store);
+      Int value = InvariantValueAt(index, pc, loop);
+      if (base >= 0) {
+        Int sum = b_.NewInt();
+        b_.AddChecked(sum, InvariantValueAt(base, pc, loop), value, Exit());
+        value = sum;
+      }
+      Int& hoisted = hoisted_indexes_[pc];
+      if (!hoisted.isValid()) hoisted = b_.NewInt();
+      const Int& bound = store ? store_length_[buffer] : length_[buffer];
+      b_.Mov(hoisted, Normalized(value, bound, length_[buffer], Exit(), false));
+    }
     // Recomputed bases: the value the loop's computation will give (an
     // overflow leaves for the interpreter, which raises where the loop would).
     std::set<int> computed;
@@ -951,14 +1038,19 @@ class CodeGen {
       } else {
         b_.Mov(first, I(loop.counter));
       }
-      for (auto [term, def] : access.terms) {
-        Int value = I(term);
-        if (def >= 0) {  // what the loop's computation will give
+      for (const auto& term : access.terms) {
+        Int value = I(term.reg);
+        if (term.def >= 0) {  // what the loop's computation will give
           value = b_.NewInt();
-          EmitInvariantDefinition(value, def);
+          EmitInvariantDefinition(value, term.def);
         }
-        b_.AddChecked(first, first, value, Exit());
-        b_.AddChecked(last, last, value, Exit());
+        if (term.minus) {
+          b_.SubChecked(first, first, value, Exit());
+          b_.SubChecked(last, last, value, Exit());
+        } else {
+          b_.AddChecked(first, first, value, Exit());
+          b_.AddChecked(last, last, value, Exit());
+        }
       }
       const Int& bound = access.store ? store_length_[access.buffer] : length_[access.buffer];
       for (const Int& index : {first, last}) {
@@ -1556,6 +1648,7 @@ class CodeGen {
   // is checked only here: outside, the code leaves at the conversion, and the
   // interpreter runs both again.
   Int IndexRegister(int buffer, int reg, bool store = false) {
+    if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
     const Instr& in = fn_.code[pc_];
     bool value_is_index = store && in.c == reg;  // xs[i] = i, xs[i] += i
     bool in_place = !value_is_index && pc_ + 1 < static_cast<int>(fn_.code.size()) && !live_in_[pc_ + 1][reg];
@@ -1669,17 +1762,25 @@ class CodeGen {
   // path runs straight through, without taken branches.
   void Cold(std::function<void()> emit) { cold_.push_back(std::move(emit)); }
 
-  Int SumIndex(int buffer, const Int& base, const Int& offset, bool store = false) {
+  // The index of buf[R[base] + R[offset]] (LOADX, STOREX), checked unless a
+  // loop's guard proved it; a known operand is added as an immediate.
+  Int SumIndex(int buffer, int base, int offset, bool store = false) {
+    if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
     auto based = access_base_.find(pc_);
     if (based != access_base_.end() && based->second >= 0) {
       return I(counted_loops_.at(access_loop_.at(pc_)).counter);  // Data() is data + base * size
     }
+    if (Immediate(base) && !Immediate(offset)) std::swap(base, offset);
+    std::optional<int32_t> k = Immediate(offset);
+    if (k && *k == INT32_MIN) k.reset();
     Int sum = b_.NewInt();
     if (!checked_[pc_]) {
-      b_.Add(sum, base, offset);
+      if (k) b_.AddImm(sum, I(base), *k);
+      else b_.Add(sum, I(base), I(offset));
       return sum;
     }
-    b_.AddChecked(sum, base, offset, Exit());
+    if (k) b_.AddCheckedImm(sum, I(base), *k, Exit());
+    else b_.AddChecked(sum, I(base), I(offset), Exit());
     return Index(buffer, sum, store);
   }
 
@@ -1756,6 +1857,46 @@ class CodeGen {
 
   void StoreFloatElement(int buffer, const Int& index, const Float& value) {
     b_.StoreElement(fn_.registers[buffer].elem, value, Data(buffer), index);
+  }
+
+  // dst := x // d or x % d with Python's signs, for a known d > 2 that is not
+  // a power of two, without a division. For 0 <= u < 2**63,
+  //   u // d = (u * m) >> (63 + l),  l = ceil(log2 d),  m = 2**(63 + l) // d + 1
+  // (Granlund and Montgomery, "Division by invariant integers using
+  // multiplication", Theorem 4.2: 2**(63+l) < m * d <= 2**(63+l) + 2**l), and
+  // m < 2**64 since d is not a power of two: one unsigned multiply-high and a
+  // shift. A negative x divides ~x = -x - 1 >= 0 instead, since
+  //   x // d = ~(~x // d)  and  x % d = d - 1 - ~x % d,
+  // which the sign mask s = x >> 63 applies without a branch: u = x ^ s.
+  void DivideByConstant(const Int& dst, const Int& x, int64_t d, bool nonnegative, bool want_quotient) {
+    const int l = 64 - __builtin_clzll(static_cast<uint64_t>(d - 1));
+    const unsigned __int128 m = (static_cast<unsigned __int128>(1) << (63 + l)) / static_cast<uint64_t>(d) + 1;
+    Int sign = b_.NewInt(), u = x;
+    if (!nonnegative) {
+      u = b_.NewInt();
+      b_.SarImm(sign, x, 63);
+      b_.Xor(u, x, sign);
+    }
+    Int magic = b_.NewInt(), q = b_.NewInt();
+    b_.MovImm(magic, static_cast<int64_t>(static_cast<uint64_t>(m)));
+    b_.MulHighUnsigned(q, u, magic);
+    b_.SarImm(q, q, l - 1);  // (the high half is below 2**63)
+    if (want_quotient) {
+      if (nonnegative) b_.Mov(dst, q);
+      else b_.Xor(dst, q, sign);
+      return;
+    }
+    Int r = b_.NewInt();
+    b_.MulCheckedImm(r, q, static_cast<int32_t>(d), Exit());  // (q * d <= u: never overflows)
+    b_.Sub(r, u, r);
+    if (nonnegative) {
+      b_.Mov(dst, r);
+      return;
+    }
+    Int fix = b_.NewInt();
+    b_.AndImm(fix, sign, static_cast<int32_t>(d));
+    b_.Xor(r, r, sign);
+    b_.Add(dst, r, fix);
   }
 
   // dst := a // b or a % b with Python's signs, b already known nonzero.
@@ -1935,6 +2076,10 @@ class CodeGen {
           }
           break;
         }
+        if (ConstantInRange(c, 3, INT32_MAX)) {  // (not a power of two: above)
+          DivideByConstant(I(a), I(bb), ConstantValueOf(c), KnownNonnegative(bb), in.op == Op::FLOORDIV_I);
+          break;
+        }
         if (KnownNonnegative(bb) && KnownPositive(c)) {
           // Truncation is Python's floor here: no sign to fix, no zero or -1 divisor.
           Int quotient = b_.NewInt(), remainder = b_.NewInt();
@@ -2005,10 +2150,18 @@ class CodeGen {
         break;
       }
 
-      case Op::ADD_F: b_.FAdd(F(a), F(bb), F(c)); break;
-      case Op::SUB_F: b_.FSub(F(a), F(bb), F(c)); break;
-      case Op::MUL_F: b_.FMul(F(a), F(bb), F(c)); break;
+      case Op::ADD_F:
+      case Op::SUB_F:
+      case Op::MUL_F:
       case Op::DIV_F:
+        if (same_as_[pc_] >= 0) {  // (FindCommonSubexpressions)
+          b_.Mov(F(a), F(same_as_[pc_]));
+          break;
+        }
+        if (in.op == Op::ADD_F) b_.FAdd(F(a), F(bb), F(c));
+        if (in.op == Op::SUB_F) b_.FSub(F(a), F(bb), F(c));
+        if (in.op == Op::MUL_F) b_.FMul(F(a), F(bb), F(c));
+        if (in.op != Op::DIV_F) break;
         if (nonzero_checked_[pc_]) b_.BranchFloat(FloatCond::kEq, F(c), Zero(), Exit());
         b_.FDiv(F(a), F(bb), F(c));
         break;
@@ -2227,13 +2380,13 @@ class CodeGen {
       case Op::LOAD_F:
       case Op::LOAD_I: LoadElementTo(a, bb, IndexRegister(bb, c)); break;
       case Op::LOADX_F64:
-      case Op::LOADX_I64: LoadElementTo(a, bb, SumIndex(bb, I(c), I(d))); break;
+      case Op::LOADX_I64: LoadElementTo(a, bb, SumIndex(bb, c, d)); break;
       case Op::STORE_F64:
       case Op::STORE_F: StoreFloatElement(a, IndexRegister(a, bb, true), F(c)); break;
       case Op::STORE_I64:
       case Op::STORE_I: StoreIntElement(a, IndexRegister(a, bb, true), c); break;
-      case Op::STOREX_F64: StoreFloatElement(a, SumIndex(a, I(bb), I(c), true), F(d)); break;
-      case Op::STOREX_I64: StoreIntElement(a, SumIndex(a, I(bb), I(c), true), d); break;
+      case Op::STOREX_F64: StoreFloatElement(a, SumIndex(a, bb, c, true), F(d)); break;
+      case Op::STOREX_I64: StoreIntElement(a, SumIndex(a, bb, c, true), d); break;
       // N-d buffers (see vm/opcodes.def): machine code runs only in frames
       // whose views have a contiguous innermost axis (vm/interpreter.cpp), so
       // INDEX_U on that axis is the checked index itself.
@@ -2423,6 +2576,7 @@ class CodeGen {
   std::map<int, Float> converted_;           // ints a loop guard converted to doubles
   std::map<int, int> invariant_owner_;       // invariant arithmetic pc -> the loop whose guard computes it
   std::map<int, Int> invariant_values_;      // invariant arithmetic pc -> what the guard computed
+  std::map<int, Int> hoisted_indexes_;       // invariant access pc -> its index, checked by the guard
   std::vector<int> same_as_;                 // per pc: the register holding what it computes already, or -1
   std::map<int, int> local_owner_;           // access pc -> the loop that copied its buffer's view (local_buffers)
   std::map<int, int> loop_end_;              // by header: the pc of the closing FORLOOP_INC

@@ -227,6 +227,8 @@ void A64Backend::Shl(const Int& dst, const Int& a, const Int& count) { cc_.lsl(d
 void A64Backend::Sar(const Int& dst, const Int& a, const Int& count) { cc_.asr(dst, a, count); }
 void A64Backend::SarImm(const Int& dst, const Int& a, int imm) { cc_.asr(dst, a, imm); }
 
+void A64Backend::MulHighUnsigned(const Int& dst, const Int& a, const Int& b) { cc_.umulh(dst, a, b); }
+
 void A64Backend::DivMod(const Int& quotient, const Int& remainder, const Int& a, const Int& b) {
   // Temporaries keep the result right when an output register is also an input.
   Int q = NewInt();

@@ -266,6 +266,14 @@ void X86Backend::DivMod(const Int& quotient, const Int& remainder, const Int& a,
   cc_.mov(remainder, high);
 }
 
+void X86Backend::MulHighUnsigned(const Int& dst, const Int& a, const Int& b) {
+  Int low = NewInt();
+  Int high = NewInt();
+  cc_.mov(low, a);
+  cc_.mul(high, low, b);  // high:low = low * b (rdx:rax)
+  cc_.mov(dst, high);
+}
+
 void X86Backend::FAdd(const Float& dst, const Float& a, const Float& b) {
   if (avx_) return void(cc_.vaddsd(dst, a, b));
   Binary(dst, a, b, true, [&](const Float& d, const Float& s) { cc_.addsd(d, s); });
