@@ -10,15 +10,19 @@
 // defines NewInt(), NewFloat(), NewLabel(), Bind(L), AlignLoop() and Jump(L)
 // inline. Notes on their contracts:
 //
-//   AddChecked/SubChecked/MulChecked(d, a, b, overflow): d is fresh, so on
-//     overflow nothing observable is written.
+//   AddChecked/SubChecked/MulChecked(d, a, b, overflow): d may be written
+//     before the jump, so d must be fresh, or a register the interpreter does
+//     not read at that exit (MUL_I's R[A], which it writes without reading).
 //   AddCheckedImm(d, a, imm, overflow): d := a + imm, jumping to overflow when
 //     that leaves int64; d may be a (the caller undoes the wrapped sum).
 //   MulCheckedImm(d, a, imm, overflow): d := a * imm, d fresh as for MulChecked.
+//   Mul(d, a, b): d := a * b, wrapping (for products known to fit).
 //   AddScaled(d, a, b, shift): d := a + (b << shift), wrapping (addresses).
 //   DivMod(q, r, a, b): C's truncating division; b is neither 0 nor -1.
 //   FloatToIntChecked(d, f, L): truncates; jumps to L for a NaN or a value
 //     outside int64, and may for exactly INT64_MIN.
+//   StoreElementImm(elem, value, data, index): an int element set to a value
+//     that fits it.
 //   MulHighUnsigned(d, a, b): the high 64 bits of the unsigned 128-bit a * b.
 //   SetInt/SetFloat(cond, d, a, b): d := 1 or 0.
 //   CallIntHelper/CallFloatHelper(table, offset, {args}): the helper's address
@@ -61,6 +65,7 @@ enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, k
   void LoadElement(ElemType elem, const Float& dst, const Int& data, const Int& index);                \
   void StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index);                 \
   void StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index);               \
+  void StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index);                \
   int NewSlot();                                                                                       \
   void StoreSlot(const Int& src, int slot);                                                            \
   void LoadSlot(const Int& dst, int slot);                                                             \
@@ -69,6 +74,7 @@ enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, k
   void SubChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);                  \
   void MulChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);                  \
   void MulCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow);                \
+  void Mul(const Int& dst, const Int& a, const Int& b);                                                \
   void Add(const Int& dst, const Int& a, const Int& b);                                                \
   void Sub(const Int& dst, const Int& a, const Int& b);                                                \
   void AddImm(const Int& dst, const Int& a, int32_t imm);                                              \

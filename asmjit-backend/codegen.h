@@ -196,6 +196,7 @@ class CodeGen {
                                 earlier.b == in.c && earlier.c == in.b;
           if (earlier.op == in.op && ((earlier.b == in.b && earlier.c == in.c) || commutes)) {
             same_as_[pc] = earlier.a;
+            copied_from_.insert(earlier.a);
             break;
           }
         }
@@ -290,7 +291,6 @@ class CodeGen {
       return false;
     }
     if (invariant_owner_.count(pc)) return false;  // a copy of what the guard computed
-    if (!same_as_.empty() && same_as_[pc] >= 0) return false;  // a copy (FindCommonSubexpressions)
     switch (fn_.code[pc].op) {
       case Op::ADD_F: case Op::SUB_F: case Op::MUL_F: case Op::MOVE_F: case Op::MOVE_I: return false;
       case Op::DIV_F: return nonzero_checked_[pc];
@@ -388,6 +388,9 @@ class CodeGen {
     int header = 0;
     int counter = 0;
     int limit = 0;
+    // Closed by FORLOOP with a step of -1 (range(start, stop, -1)): the
+    // counter runs down to limit + 1 (see IterationBounds).
+    bool down = false;
     std::vector<Access> accesses;
     std::vector<AffineAccess> affine;
     std::vector<int> nonzero_floats;  // float divisors the loop does not change
@@ -550,13 +553,15 @@ class CodeGen {
     nonzero_checked_.assign(n, true);
     for (int end = 0; end < n; ++end) {
       const Instr& close = fn_.code[end];
-      if (close.op != Op::FORLOOP_INC || close.d > end) continue;
+      const bool down = close.op == Op::FORLOOP && ConstantInRange(close.c, -1, -1);
+      if ((close.op != Op::FORLOOP_INC && !down) || close.d > end) continue;
       CountedLoop loop;
       loop.header = close.d;
       loop.counter = close.a;
       loop.limit = close.b;
+      loop.down = down;
       if (WrittenIn(loop.counter, loop.header, end - 1) || WrittenIn(loop.limit, loop.header, end)) continue;
-      if (StartsAtNonnegativeConstant(loop.header, loop.counter)) {
+      if (!down && StartsAtNonnegativeConstant(loop.header, loop.counter)) {
         ranged_loops_.push_back({loop.header, end, loop.counter, loop.limit});
       }
       for (int pc = loop.header; pc < end; ++pc) {
@@ -684,10 +689,13 @@ class CodeGen {
   // the loop never reassigns: their index is checked once, by the guard.
   // An index outside the buffer there (or a store into a read-only one)
   // leaves for the interpreter at the loop's first instruction, which raises
-  // at the iteration CPython would, if the access runs at all. The innermost
-  // loop takes an access.
+  // at the first iteration, as CPython would. Only accesses that every
+  // iteration makes take part (no jump before them in the body): one in a
+  // branch might never run, and a guard that always failed would leave the
+  // whole loop to the interpreter. The innermost loop takes an access.
   void FindInvariantAccesses(CountedLoop& loop, int end) {
     for (int pc = loop.header; pc < end; ++pc) {
+      if (HasFlag(fn_.code[pc].op, kFlagJump)) return;
       int buffer, base, index;
       bool store;
       if (!checked_[pc] || !FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store)) continue;
@@ -919,6 +927,7 @@ class CodeGen {
 
   bool KnownNonnegative(int reg) const {
     if (ConstantInRange(reg, 0, INT64_MAX) || RangedLoopWith(reg, true) || RangedLoopWith(reg, false)) return true;
+    if (auto range = RangeOf(reg); range && range->low >= 0) return true;
     int def = DefinitionInBlock(reg);
     return def >= 0 && IsCounterPlusSmall(fn_.code[def]);
   }
@@ -1013,15 +1022,19 @@ class CodeGen {
       if (!value.isValid()) value = b_.NewInt();
       EmitInvariantDefinition(value, access.base_def);
     }
+    Int low, end;  // the counter's values from now on: [low, end)
+    if (!loop.accesses.empty() || !loop.affine.empty() || !loop.axis_indexes.empty()) {
+      IterationBounds(loop, &low, &end);
+    }
     for (const Access& access : loop.accesses) {
       Int first = b_.NewInt(), last = b_.NewInt();
       if (access.base >= 0) {
         Int base = BaseAtGuard(loop, access);
-        b_.AddChecked(first, base, I(loop.counter), Exit());
-        b_.AddChecked(last, base, I(loop.limit), Exit());
+        b_.AddChecked(first, base, low, Exit());
+        b_.AddChecked(last, base, end, Exit());
       } else {
-        b_.Mov(first, I(loop.counter));
-        b_.Mov(last, I(loop.limit));
+        b_.Mov(first, low);
+        b_.Mov(last, end);
       }
       b_.BranchIntImm(IntCond::kLt, first, 0, Exit());
       b_.BranchInt(IntCond::kGt, last, length_[access.buffer], Exit());
@@ -1031,12 +1044,12 @@ class CodeGen {
     // may be the larger), so at every one. An overflow on the way leaves.
     for (const AffineAccess& access : loop.affine) {
       Int first = b_.NewInt(), last = b_.NewInt();
-      b_.AddImm(last, I(loop.limit), -1);  // (limit > counter: no overflow)
+      b_.AddImm(last, end, -1);  // (end > low: no overflow)
       if (access.scale >= 0) {
-        b_.MulChecked(first, I(loop.counter), I(access.scale), Exit());
+        b_.MulChecked(first, low, I(access.scale), Exit());
         b_.MulChecked(last, last, I(access.scale), Exit());
       } else {
-        b_.Mov(first, I(loop.counter));
+        b_.Mov(first, low);
       }
       for (const auto& term : access.terms) {
         Int value = I(term.reg);
@@ -1086,7 +1099,7 @@ class CodeGen {
       b_.Mov(length, length_[buffer]);
       if (stored_[buffer]) b_.Mov(store_length, store_length_[buffer]);
     }
-    for (const AxisAccess& access : loop.axis_indexes) EmitAxisIndexGuard(loop, access);
+    for (const AxisAccess& access : loop.axis_indexes) EmitAxisIndexGuard(loop, access, low, end);
     for (int buffer : loop.writable) RequireWritable(buffer);
     for (int buffer : loop.element_buffers) {
       Int& local = loop.data[buffer];
@@ -1123,7 +1136,7 @@ class CodeGen {
   }
 
   // The guard's part for one INDEX_U of FindAxisIndexes.
-  void EmitAxisIndexGuard(CountedLoop& loop, const AxisAccess& access) {
+  void EmitAxisIndexGuard(CountedLoop& loop, const AxisAccess& access, const Int& low, const Int& end) {
     const Instr& in = fn_.code[access.pc];
     Int size = b_.NewInt();
     b_.LoadInt(size, ints_[access.buffer], ViewField(offsetof(BufferView, shape), access.axis));
@@ -1141,17 +1154,17 @@ class CodeGen {
       ScaleByStride(value, access.buffer, access.axis, AxisIndex(size, index));
       return;
     }
-    // The counter's range now, [counter, limit), moved by the constant.
+    // The counter's range now, [low, end), moved by the constant.
     Int first = b_.NewInt(), last = b_.NewInt();
     if (access.constant < 0) {
-      b_.Mov(first, I(loop.counter));
-      b_.Mov(last, I(loop.limit));
+      b_.Mov(first, low);
+      b_.Mov(last, end);
     } else if (access.minus) {
-      b_.SubChecked(first, I(loop.counter), I(access.constant), Exit());
-      b_.SubChecked(last, I(loop.limit), I(access.constant), Exit());
+      b_.SubChecked(first, low, I(access.constant), Exit());
+      b_.SubChecked(last, end, I(access.constant), Exit());
     } else {
-      b_.AddChecked(first, I(loop.counter), I(access.constant), Exit());
-      b_.AddChecked(last, I(loop.limit), I(access.constant), Exit());
+      b_.AddChecked(first, low, I(access.constant), Exit());
+      b_.AddChecked(last, end, I(access.constant), Exit());
     }
     b_.BranchIntImm(IntCond::kLt, first, 0, Exit());
     b_.BranchInt(IntCond::kGt, last, size, Exit());
@@ -1169,6 +1182,22 @@ class CodeGen {
     b_.MulChecked(dst, index, stride, Exit());  // within the view: never overflows
   }
 
+  // The values the counter takes from now to the loop's end, [low, end):
+  // [counter, limit) counting up; (limit, counter] counting down, which
+  // leaves for the interpreter in the one case that has no int64 end,
+  // counter = 2**63 - 1. (The body runs only while the counter is inside.)
+  void IterationBounds(const CountedLoop& loop, Int* low, Int* end) {
+    if (!loop.down) {
+      *low = I(loop.counter);
+      *end = I(loop.limit);
+      return;
+    }
+    *low = b_.NewInt();
+    *end = b_.NewInt();
+    b_.AddImm(*low, I(loop.limit), 1);  // (limit < counter: no overflow)
+    b_.AddCheckedImm(*end, I(loop.counter), 1, Exit());
+  }
+
   // A loop with hoisted accesses runs in chunks: `left` counts down the
   // iterations to the loop's end or to the next Ctrl-C check, whichever comes
   // first, so that its back edge is one decrement and branch. The chunk is
@@ -1180,11 +1209,147 @@ class CodeGen {
     CheckSignals();
     EmitInlineOk(loop);  // (a signal handler may have rebound a name)
     b_.Bind(have_ticks);
-    b_.Sub(loop.left, I(loop.limit), I(loop.counter));
+    if (loop.down) b_.Sub(loop.left, I(loop.counter), I(loop.limit));
+    else b_.Sub(loop.left, I(loop.limit), I(loop.counter));
     b_.BranchInt(IntCond::kLe, loop.left, ticks_, small);
     b_.Mov(loop.left, ticks_);
     b_.Bind(small);
     b_.Sub(ticks_, ticks_, loop.left);
+  }
+
+  // ---- Ranges of int registers, within a block ----------------------------------------
+  //
+  // What the code knows of an int register's value where it is used: a
+  // known value, a counter of a range loop starting at a constant >= 0
+  // (below its limit), a parameter of an inlined callee (the caller's
+  // argument's range), or what the arithmetic that wrote it in this block
+  // makes of its operands' ranges. Arithmetic whose result range fits 64 bits
+  // needs no overflow check; a float converted from an int range without 0
+  // is no zero divisor; an int within 2**53 converts to a double exactly.
+  // With a value specialization's limits (n = 250) the index and counter
+  // arithmetic of a loop nest usually needs no check at all.
+
+  struct Range {
+    int64_t low, high;
+  };
+
+  std::optional<Range> RangeOf(int reg) const {
+    if (KindOf(reg) != Kind::kInt) return std::nullopt;
+    if (immediate_[reg]) return Range{*immediate_[reg], *immediate_[reg]};
+    if (auto it = stable_ranges_.find(reg); it != stable_ranges_.end()) return it->second;
+    if (auto it = ranges_.find(reg); it != ranges_.end()) return it->second;
+    if (const RangedLoop* loop = RangedLoopWith(reg, true)) {
+      auto limit = RangeOf(loop->limit);
+      return Range{0, (limit ? limit->high : INT64_MAX) - 1};
+    }
+    if (RangedLoopWith(reg, false)) return Range{1, INT64_MAX};
+    for (const auto& [header, loop] : counted_loops_) {  // counting down: above the limit
+      if (!loop.down || loop.counter != reg || pc_ < header || pc_ >= loop_end_.at(header)) continue;
+      auto limit = RangeOf(loop.limit);
+      if (limit && limit->low < INT64_MAX) return Range{limit->low + 1, INT64_MAX};  // (limit < counter)
+    }
+    return std::nullopt;
+  }
+
+  // The range of ADD_I, SUB_I or MUL_I's result, if both operands have one
+  // and every value in it fits 64 bits.
+  std::optional<Range> ArithmeticRange(const Instr& in) const {
+    auto x = RangeOf(in.b), y = RangeOf(in.c);
+    if (!x || !y) return std::nullopt;
+    __int128 low, high;
+    if (in.op == Op::ADD_I) {
+      low = static_cast<__int128>(x->low) + y->low;
+      high = static_cast<__int128>(x->high) + y->high;
+    } else if (in.op == Op::SUB_I) {
+      low = static_cast<__int128>(x->low) - y->high;
+      high = static_cast<__int128>(x->high) - y->low;
+    } else if (in.op == Op::MUL_I) {
+      const __int128 products[] = {static_cast<__int128>(x->low) * y->low, static_cast<__int128>(x->low) * y->high,
+                                   static_cast<__int128>(x->high) * y->low, static_cast<__int128>(x->high) * y->high};
+      low = *std::min_element(std::begin(products), std::end(products));
+      high = *std::max_element(std::begin(products), std::end(products));
+    } else {
+      return std::nullopt;
+    }
+    if (low < INT64_MIN || high > INT64_MAX) return std::nullopt;
+    return Range{static_cast<int64_t>(low), static_cast<int64_t>(high)};
+  }
+
+  // After an instruction: the ranges of the registers it wrote.
+  void NoteRanges(const Instr& in) {
+    RegisterSet reads, writes;
+    RegistersOf(fn_, in, &reads, &writes);
+    std::optional<Range> result;
+    bool nonzero_float = false;
+    switch (in.op) {
+      case Op::ADD_I: case Op::SUB_I: case Op::MUL_I: result = ArithmeticRange(in); break;
+      case Op::MOVE_I: result = RangeOf(in.b); break;
+      case Op::FLOORDIV_I:
+      case Op::MOD_I:
+        if (auto x = RangeOf(in.b); x && ConstantInRange(in.c, 1, INT64_MAX)) {
+          const int64_t divisor = ConstantValueOf(in.c);
+          auto floor_div = [&](int64_t v) { return v / divisor - (v % divisor < 0 ? 1 : 0); };
+          if (in.op == Op::FLOORDIV_I) result = Range{floor_div(x->low), floor_div(x->high)};
+          else if (x->low >= 0 && x->high < divisor) result = x;
+          else result = Range{0, divisor - 1};
+        }
+        break;
+      case Op::LEN_U: case Op::SHAPE_U: result = Range{0, INT64_MAX}; break;
+      case Op::I2F:
+        if (auto x = RangeOf(in.b)) nonzero_float = x->low > 0 || x->high < 0;
+        break;
+      default: break;
+    }
+    for (int reg = 0; reg < fn_.num_registers(); ++reg) {
+      if (!writes[reg]) continue;
+      ranges_.erase(reg);
+      nonzero_floats_.erase(reg);
+    }
+    if (result && writes[in.a]) ranges_[in.a] = *result;
+    if (nonzero_float) nonzero_floats_.insert(in.a);
+    if (in.op == Op::JLT_I || in.op == Op::JLE_I) NoteFallThrough(in);
+  }
+
+  // Past JLT_I x, y (or JLE_I) not taken, x >= y (x > y) holds: each bounds
+  // the other. Even unknown ranges learn something: after `while i < n`'s
+  // test, i < n <= 2**63 - 1, so `i += 1` cannot overflow.
+  void NoteFallThrough(const Instr& in) {
+    const Range full{INT64_MIN, INT64_MAX};
+    Range x = RangeOf(in.a).value_or(full), y = RangeOf(in.b).value_or(full);
+    const int64_t gap = in.op == Op::JLE_I ? 1 : 0;  // x >= y + gap
+    if (gap && (y.low == INT64_MAX || x.high == INT64_MIN)) return;  // (never falls through)
+    x.low = std::max(x.low, y.low + gap);
+    y.high = std::min(y.high, x.high - gap);
+    if (x.low > x.high || y.low > y.high) return;
+    if (!immediate_[in.a]) ranges_[in.a] = x;
+    if (!immediate_[in.b]) ranges_[in.b] = y;
+  }
+
+  // The back edge of a counted loop counting down (FORLOOP, step -1): R[A]
+  // > R[B] >= INT64_MIN, so R[A] - 1 cannot overflow; when the loop ends the
+  // counter steps back to its last value, as the interpreter's does (which
+  // never stores the value past the end).
+  void CountDown(CountedLoop& loop, int a, int bb) {
+    Label end = b_.NewLabel();
+    b_.AddImm(I(a), I(a), -1);
+    if (loop.left.isValid()) {
+      b_.DecrementAndBranchNonZero(loop.left, loop.body);
+      BranchCompare(IntCond::kLe, a, bb, end);
+      ChunkStart(loop);  // a chunk ended before the loop did: ticks_ is 0
+      b_.Jump(loop.body);
+    } else {
+      BranchCompare(IntCond::kLe, a, bb, end);
+      if (!loop.inline_callees.empty()) {
+        b_.DecrementAndBranchNonZero(ticks_, loop.body);
+        CheckSignals();
+        EmitInlineOk(loop);
+        b_.Jump(loop.body);
+      } else {
+        BackEdge(loop.body);
+      }
+    }
+    b_.Bind(end);
+    b_.AddImm(I(a), I(a), 1);
   }
 
   // ---- Registers -----------------------------------------------------------------------
@@ -1378,6 +1543,8 @@ class CodeGen {
       if (reg < fn_.num_params()) {
         if (is_float) b_.Mov(floats_[reg], caller.F(first_arg + reg));
         else b_.Mov(ints_[reg], caller.I(first_arg + reg));
+        auto range = caller.RangeOf(first_arg + reg);
+        if (range && !WrittenIn(reg, 0, n - 1)) stable_ranges_[reg] = *range;
         continue;
       }
       if (fn_.IsConstantRegister(reg)) bits = fn_.initial_constants[reg - fn_.num_params()];
@@ -1501,6 +1668,11 @@ class CodeGen {
     if (cached != converted_.end() && InGuardedLoop(reg)) return cached->second;
     if (immediate_[reg] && *immediate_[reg] >= -(int64_t{1} << 53) && *immediate_[reg] <= int64_t{1} << 53) {
       return FloatOf(static_cast<double>(*immediate_[reg]));
+    }
+    if (auto range = RangeOf(reg); range && range->low >= -(int64_t{1} << 53) && range->high <= int64_t{1} << 53) {
+      Float converted = b_.NewFloat();  // exact: no check
+      b_.IntToFloat(converted, I(reg));
+      return converted;
     }
     RequireExactDouble(I(reg));
     Float converted = b_.NewFloat();
@@ -1651,7 +1823,10 @@ class CodeGen {
     if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
     const Instr& in = fn_.code[pc_];
     bool value_is_index = store && in.c == reg;  // xs[i] = i, xs[i] += i
-    bool in_place = !value_is_index && pc_ + 1 < static_cast<int>(fn_.code.size()) && !live_in_[pc_ + 1][reg];
+    // (Not in place for a register a common subexpression copies from: the
+    // copy would read the normalized index.)
+    bool in_place = !value_is_index && pc_ + 1 < static_cast<int>(fn_.code.size()) && !live_in_[pc_ + 1][reg] &&
+                    !copied_from_.count(reg);
     return Index(buffer, I(reg), store, ConvertsForIndex(pc_ - 1) ? pc_ - 1 : -1, in_place);
   }
 
@@ -1700,6 +1875,28 @@ class CodeGen {
       else b_.Add(dst, dst, y);
       b_.Jump(exit);
     });
+  }
+
+  // R[A] = R[B] op R[C] for ADD_I, SUB_I or MUL_I, wrapping: for a result
+  // whose range fits 64 bits (ArithmeticRange). A known operand is an
+  // immediate where the instruction takes one.
+  void EmitWrapping(const Instr& in) {
+    std::optional<int32_t> kb = Immediate(in.b), kc = Immediate(in.c);
+    const Int dst = I(in.a);
+    switch (in.op) {
+      case Op::ADD_I:
+        if (kc && *kc != INT32_MIN) b_.AddImm(dst, I(in.b), *kc);
+        else if (kb && *kb != INT32_MIN) b_.AddImm(dst, I(in.c), *kb);
+        else b_.Add(dst, I(in.b), I(in.c));
+        break;
+      case Op::SUB_I:
+        if (kc && *kc != INT32_MIN) b_.AddImm(dst, I(in.b), -*kc);
+        else b_.Sub(dst, I(in.b), I(in.c));
+        break;
+      default:
+        b_.Mul(dst, I(in.b), I(in.c));
+        break;
+    }
   }
 
   // R[A] = R[B] + k, k + R[B] or R[B] - k, for k a known constant in 32 bits:
@@ -1835,7 +2032,6 @@ class CodeGen {
   // `value_reg`: the register of `value`; a constant one that fits the
   // element needs no range check.
   void StoreIntElement(int buffer, const Int& index, int value_reg, const Int* based = nullptr) {
-    const Int& value = I(value_reg);
     ElemType elem = fn_.registers[buffer].elem;
     int64_t low = 0, high = 0;
     switch (elem) {
@@ -1848,6 +2044,11 @@ class CodeGen {
       case ElemType::kU64: low = 0; high = INT64_MAX; break;
       default: low = INT64_MIN; high = INT64_MAX; break;
     }
+    if (auto k = Immediate(value_reg); k && *k >= low && *k <= high) {  // (fits: no check)
+      b_.StoreElementImm(elem, *k, based ? *based : Data(buffer), index);
+      return;
+    }
+    const Int value = I(value_reg);
     if (!ConstantInRange(value_reg, low, high)) {
       if (low != INT64_MIN) b_.BranchIntImm(IntCond::kLt, value, low, Exit());
       if (high != INT64_MAX) b_.BranchIntImm(IntCond::kGt, value, high, Exit());
@@ -1971,7 +2172,18 @@ class CodeGen {
 
   // ---- Instructions ---------------------------------------------------------------------
 
+  // Emits the instruction at pc_, then records what it tells about the
+  // ranges of the registers it wrote (a jump target forgets them all).
   void Instruction(const Instr& in) {
+    if (targets_[pc_]) {
+      ranges_.clear();
+      nonzero_floats_.clear();
+    }
+    Emit(in);
+    NoteRanges(in);
+  }
+
+  void Emit(const Instr& in) {
     if (!Covers(fn_, in)) {
       b_.Jump(Exit());
       return;
@@ -2030,6 +2242,10 @@ class CodeGen {
         }
         if (same_as_[pc_] >= 0) {  // (FindCommonSubexpressions)
           b_.Mov(I(a), I(same_as_[pc_]));
+          break;
+        }
+        if (ArithmeticRange(in)) {  // cannot overflow: no check
+          EmitWrapping(in);
           break;
         }
         if (IsCounterPlusSmall(in)) {
@@ -2162,7 +2378,7 @@ class CodeGen {
         if (in.op == Op::SUB_F) b_.FSub(F(a), F(bb), F(c));
         if (in.op == Op::MUL_F) b_.FMul(F(a), F(bb), F(c));
         if (in.op != Op::DIV_F) break;
-        if (nonzero_checked_[pc_]) b_.BranchFloat(FloatCond::kEq, F(c), Zero(), Exit());
+        if (nonzero_checked_[pc_] && !nonzero_floats_.count(c)) b_.BranchFloat(FloatCond::kEq, F(c), Zero(), Exit());
         b_.FDiv(F(a), F(bb), F(c));
         break;
       case Op::FLOORDIV_F:
@@ -2318,6 +2534,10 @@ class CodeGen {
         break;
       }
       case Op::FORLOOP: {
+        if (auto counted = counted_loops_.find(d); counted != counted_loops_.end() && counted->second.down) {
+          CountDown(counted->second, a, bb);
+          break;
+        }
         Label down = b_.NewLabel(), take = b_.NewLabel(), end = b_.NewLabel();
         Int next = b_.NewInt();
         if (auto step = Immediate(c); step && *step != 0) {  // the direction is known
@@ -2577,7 +2797,11 @@ class CodeGen {
   std::map<int, int> invariant_owner_;       // invariant arithmetic pc -> the loop whose guard computes it
   std::map<int, Int> invariant_values_;      // invariant arithmetic pc -> what the guard computed
   std::map<int, Int> hoisted_indexes_;       // invariant access pc -> its index, checked by the guard
+  std::map<int, Range> ranges_;              // int register -> its range here, from this block's arithmetic
+  std::map<int, Range> stable_ranges_;       // an inlined callee's unwritten parameters' ranges
+  std::set<int> nonzero_floats_;             // float registers known nonzero here (I2F of a range without 0)
   std::vector<int> same_as_;                 // per pc: the register holding what it computes already, or -1
+  std::set<int> copied_from_;                // registers some same_as_ copies from
   std::map<int, int> local_owner_;           // access pc -> the loop that copied its buffer's view (local_buffers)
   std::map<int, int> loop_end_;              // by header: the pc of the closing FORLOOP_INC
   std::map<int, int> access_loop_;           // hoisted access pc -> its loop's header

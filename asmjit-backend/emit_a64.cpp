@@ -142,6 +142,10 @@ void A64Backend::StoreElement(ElemType elem, const Int& src, const Int& data, co
   }
 }
 
+void A64Backend::StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index) {
+  StoreElement(elem, Constant(value), data, index);  // (no store of an immediate)
+}
+
 void A64Backend::StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index) {
   if (elem == ElemType::kF32) {
     a64::Vec narrow = cc_.newVecS();
@@ -184,6 +188,8 @@ void A64Backend::MulChecked(const Int& dst, const Int& a, const Int& b, const La
 void A64Backend::MulCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow) {
   MulChecked(dst, a, Constant(imm), overflow);  // (no multiply by an immediate)
 }
+
+void A64Backend::Mul(const Int& dst, const Int& a, const Int& b) { cc_.mul(dst, a, b); }
 
 void A64Backend::Add(const Int& dst, const Int& a, const Int& b) { cc_.add(dst, a, b); }
 

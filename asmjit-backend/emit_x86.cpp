@@ -119,6 +119,20 @@ void X86Backend::StoreElement(ElemType elem, const Int& src, const Int& data, co
   }
 }
 
+void X86Backend::StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index) {
+  switch (elem) {
+    case ElemType::kI64:
+    case ElemType::kU64: cc_.mov(x86::qword_ptr(data, index, 3), value); break;  // (sign-extended)
+    case ElemType::kI32:
+    case ElemType::kU32: cc_.mov(x86::dword_ptr(data, index, 2), value); break;
+    case ElemType::kI16:
+    case ElemType::kU16: cc_.mov(x86::word_ptr(data, index, 1), value & 0xffff); break;
+    case ElemType::kI8:
+    case ElemType::kU8: cc_.mov(x86::byte_ptr(data, index, 0), value & 0xff); break;
+    default: break;
+  }
+}
+
 void X86Backend::StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index) {
   if (elem == ElemType::kF32) {
     Float narrow = NewFloat();
@@ -181,6 +195,10 @@ void X86Backend::MulChecked(const Int& dst, const Int& a, const Int& b, const La
 void X86Backend::MulCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow) {
   cc_.imul(dst, a, imm);
   cc_.jo(overflow);
+}
+
+void X86Backend::Mul(const Int& dst, const Int& a, const Int& b) {
+  Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.imul(d, s); });
 }
 
 void X86Backend::Add(const Int& dst, const Int& a, const Int& b) {
