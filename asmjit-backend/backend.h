@@ -16,7 +16,8 @@
 //   AddCheckedImm(d, a, imm, overflow): d := a + imm, jumping to overflow when
 //     that leaves int64; d may be a (the caller undoes the wrapped sum).
 //   MulCheckedImm(d, a, imm, overflow): d := a * imm, d fresh as for MulChecked.
-//   Mul(d, a, b): d := a * b, wrapping (for products known to fit).
+//   Mul(d, a, b), MulImm(d, a, imm): d := a * b, wrapping (for products known
+//     to fit).
 //   AddScaled(d, a, b, shift): d := a + (b << shift), wrapping (addresses).
 //   DivMod(q, r, a, b): C's truncating division; b is neither 0 nor -1.
 //   FloatToIntChecked(d, f, L): truncates; jumps to L for a NaN or a value
@@ -75,6 +76,7 @@ enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, k
   void MulChecked(const Int& dst, const Int& a, const Int& b, const Label& overflow);                  \
   void MulCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow);                \
   void Mul(const Int& dst, const Int& a, const Int& b);                                                \
+  void MulImm(const Int& dst, const Int& a, int32_t imm);                                              \
   void Add(const Int& dst, const Int& a, const Int& b);                                                \
   void Sub(const Int& dst, const Int& a, const Int& b);                                                \
   void AddImm(const Int& dst, const Int& a, int32_t imm);                                              \

@@ -1243,10 +1243,14 @@ class CodeGen {
       return Range{0, (limit ? limit->high : INT64_MAX) - 1};
     }
     if (RangedLoopWith(reg, false)) return Range{1, INT64_MAX};
-    for (const auto& [header, loop] : counted_loops_) {  // counting down: above the limit
-      if (!loop.down || loop.counter != reg || pc_ < header || pc_ >= loop_end_.at(header)) continue;
+    for (const auto& [header, loop] : counted_loops_) {  // below the limit counting up, above it counting down
+      if (loop.counter != reg || pc_ < header || pc_ >= loop_end_.at(header)) continue;
       auto limit = RangeOf(loop.limit);
-      if (limit && limit->low < INT64_MAX) return Range{limit->low + 1, INT64_MAX};  // (limit < counter)
+      if (!loop.down) {
+        if (limit && limit->high == INT64_MIN) return std::nullopt;  // (never runs)
+        return Range{INT64_MIN, (limit ? limit->high : INT64_MAX) - 1};
+      }
+      if (limit && limit->low < INT64_MAX) return Range{limit->low + 1, INT64_MAX};
     }
     return std::nullopt;
   }
@@ -1894,7 +1898,9 @@ class CodeGen {
         else b_.Sub(dst, I(in.b), I(in.c));
         break;
       default:
-        b_.Mul(dst, I(in.b), I(in.c));
+        if (kc) b_.MulImm(dst, I(in.b), *kc);
+        else if (kb) b_.MulImm(dst, I(in.c), *kb);
+        else b_.Mul(dst, I(in.b), I(in.c));
         break;
     }
   }
@@ -2088,7 +2094,7 @@ class CodeGen {
       return;
     }
     Int r = b_.NewInt();
-    b_.MulCheckedImm(r, q, static_cast<int32_t>(d), Exit());  // (q * d <= u: never overflows)
+    b_.MulImm(r, q, static_cast<int32_t>(d));  // (q * d <= u: no overflow)
     b_.Sub(r, u, r);
     if (nonnegative) {
       b_.Mov(dst, r);

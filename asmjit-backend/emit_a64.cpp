@@ -191,6 +191,8 @@ void A64Backend::MulCheckedImm(const Int& dst, const Int& a, int32_t imm, const 
 
 void A64Backend::Mul(const Int& dst, const Int& a, const Int& b) { cc_.mul(dst, a, b); }
 
+void A64Backend::MulImm(const Int& dst, const Int& a, int32_t imm) { cc_.mul(dst, a, Constant(imm)); }
+
 void A64Backend::Add(const Int& dst, const Int& a, const Int& b) { cc_.add(dst, a, b); }
 
 void A64Backend::Sub(const Int& dst, const Int& a, const Int& b) { cc_.sub(dst, a, b); }

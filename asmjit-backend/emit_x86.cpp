@@ -201,6 +201,8 @@ void X86Backend::Mul(const Int& dst, const Int& a, const Int& b) {
   Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.imul(d, s); });
 }
 
+void X86Backend::MulImm(const Int& dst, const Int& a, int32_t imm) { cc_.imul(dst, a, imm); }
+
 void X86Backend::Add(const Int& dst, const Int& a, const Int& b) {
   Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.add(d, s); });
 }
