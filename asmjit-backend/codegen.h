@@ -670,11 +670,14 @@ class CodeGen {
 
   // Whether R[reg] at `use` in the loop [header, end) has the same value in
   // every iteration: the loop never writes it, or the write that reaches
-  // `use` on the body's straight path is invariant arithmetic.
+  // `use` on the body's straight path is invariant arithmetic of this loop or
+  // of one around it.
   bool InvariantAt(int reg, int use, const CountedLoop& loop, int end) const {
     if (!WrittenIn(reg, loop.header, end)) return true;
     const int def = StraightPathWrite(reg, use, loop.header);
-    return def >= 0 && fn_.code[def].a == reg && invariant_owner_.count(def);
+    if (def < 0 || fn_.code[def].a != reg) return false;
+    auto owner = invariant_owner_.find(def);
+    return owner != invariant_owner_.end() && owner->second <= loop.header;
   }
 
   // The value of such a register at the loop's guard: the register itself,
