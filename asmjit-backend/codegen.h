@@ -954,24 +954,36 @@ class CodeGen {
   // value := what the InvariantDefinition at `def` computes in the loop, an
   // overflow leaving for the interpreter (which raises where the loop would).
   void EmitInvariantDefinition(const Int& value, int def) {
-    const Instr& in = fn_.code[def];
+    const Label exit = Exit();
+    EmitArithmetic(value, fn_.code[def], &exit);
+  }
+
+  // dst := R[B] op R[C] for ADD_I, SUB_I or MUL_I, jumping to *overflow
+  // when the result leaves int64, or wrapping when `overflow` is null (a
+  // result whose range fits: ArithmeticRange). A known operand is an
+  // immediate where the instruction takes one; dst is fresh, or a register
+  // the interpreter does not read at the exit (see backend.h).
+  void EmitArithmetic(const Int& dst, const Instr& in, const Label* overflow) {
     std::optional<int32_t> kb = Immediate(in.b), kc = Immediate(in.c);
+    if (in.op != Op::MUL_I) {  // (-k must fit too)
+      if (kb == INT32_MIN) kb.reset();
+      if (kc == INT32_MIN) kc.reset();
+    }
+    if (in.op == Op::SUB_I) {
+      kb.reset();  // (k - x takes the register form)
+      if (kc) kc = -*kc;
+    }
+    const int x = kc ? in.b : in.c;  // the operand beside the immediate
+    const std::optional<int32_t> k = kc ? kc : kb;
+    if (k) {
+      if (in.op == Op::MUL_I) overflow ? b_.MulCheckedImm(dst, I(x), *k, *overflow) : b_.MulImm(dst, I(x), *k);
+      else overflow ? b_.AddCheckedImm(dst, I(x), *k, *overflow) : b_.AddImm(dst, I(x), *k);
+      return;
+    }
     switch (in.op) {
-      case Op::ADD_I:
-        if (kc && *kc != INT32_MIN) b_.AddCheckedImm(value, I(in.b), *kc, Exit());
-        else if (kb && *kb != INT32_MIN) b_.AddCheckedImm(value, I(in.c), *kb, Exit());
-        else b_.AddChecked(value, I(in.b), I(in.c), Exit());
-        break;
-      case Op::SUB_I:
-        if (kc && *kc != INT32_MIN) b_.AddCheckedImm(value, I(in.b), -*kc, Exit());
-        else b_.SubChecked(value, I(in.b), I(in.c), Exit());
-        break;
-      case Op::MUL_I:
-        if (kc) b_.MulCheckedImm(value, I(in.b), *kc, Exit());
-        else if (kb) b_.MulCheckedImm(value, I(in.c), *kb, Exit());
-        else b_.MulChecked(value, I(in.b), I(in.c), Exit());
-        break;
-      default: break;
+      case Op::ADD_I: overflow ? b_.AddChecked(dst, I(in.b), I(in.c), *overflow) : b_.Add(dst, I(in.b), I(in.c)); break;
+      case Op::SUB_I: overflow ? b_.SubChecked(dst, I(in.b), I(in.c), *overflow) : b_.Sub(dst, I(in.b), I(in.c)); break;
+      default: overflow ? b_.MulChecked(dst, I(in.b), I(in.c), *overflow) : b_.Mul(dst, I(in.b), I(in.c)); break;
     }
   }
 
@@ -1089,26 +1101,18 @@ class CodeGen {
         b_.AddScaled(local, data_[access.buffer], BaseAtGuard(loop, access), shift);
         continue;
       }
-      Int& local = loop.data[access.buffer];
-      if (!local.isValid()) local = b_.NewInt();
-      b_.Mov(local, data_[access.buffer]);
+      CopyData(loop, access.buffer);
     }
     for (int buffer : loop.local_buffers) {
-      Int& local = loop.data[buffer];
-      if (!local.isValid()) local = b_.NewInt();
       if (!loop.lengths.count(buffer)) loop.lengths[buffer] = {b_.NewInt(), stored_[buffer] ? b_.NewInt() : Int()};
-      b_.Mov(local, data_[buffer]);
+      CopyData(loop, buffer);
       auto& [length, store_length] = loop.lengths.at(buffer);
       b_.Mov(length, length_[buffer]);
       if (stored_[buffer]) b_.Mov(store_length, store_length_[buffer]);
     }
     for (const AxisAccess& access : loop.axis_indexes) EmitAxisIndexGuard(loop, access, low, end);
     for (int buffer : loop.writable) RequireWritable(buffer);
-    for (int buffer : loop.element_buffers) {
-      Int& local = loop.data[buffer];
-      if (!local.isValid()) local = b_.NewInt();
-      b_.Mov(local, data_[buffer]);
-    }
+    for (int buffer : loop.element_buffers) CopyData(loop, buffer);
     for (FoldedAccess& folded : loop.folded) {
       // based = data + (hoisted sum + constant) * size: the guard checked
       // every term, and the sum is an element's offset less the counter.
@@ -1136,6 +1140,15 @@ class CodeGen {
       ChunkStart(loop);
     }
     EmitInlineOk(loop);
+  }
+
+  // The loop's own copy of a buffer's data pointer (CountedLoop::data): a
+  // short-lived register the allocator keeps in the loop, made once and set
+  // by each emission of the guard.
+  void CopyData(CountedLoop& loop, int buffer) {
+    Int& local = loop.data[buffer];
+    if (!local.isValid()) local = b_.NewInt();
+    b_.Mov(local, data_[buffer]);
   }
 
   // The guard's part for one INDEX_U of FindAxisIndexes.
@@ -1346,14 +1359,7 @@ class CodeGen {
       b_.Jump(loop.body);
     } else {
       BranchCompare(IntCond::kLe, a, bb, end);
-      if (!loop.inline_callees.empty()) {
-        b_.DecrementAndBranchNonZero(ticks_, loop.body);
-        CheckSignals();
-        EmitInlineOk(loop);
-        b_.Jump(loop.body);
-      } else {
-        BackEdge(loop.body);
-      }
+      BackEdge(loop.body, &loop);
     }
     b_.Bind(end);
     b_.AddImm(I(a), I(a), 1);
@@ -1646,9 +1652,12 @@ class CodeGen {
 
   // ---- Shared pieces ---------------------------------------------------------------------
 
-  void BackEdge(const Label& target) {
+  // A back edge to `target`, checking for signals every few thousand; a
+  // handler may rebind a name, so `loop`'s inlined callees are checked again.
+  void BackEdge(const Label& target, CountedLoop* loop = nullptr) {
     b_.DecrementAndBranchNonZero(ticks_, target);
     CheckSignals();
+    if (loop) EmitInlineOk(*loop);
     b_.Jump(target);
   }
 
@@ -1882,30 +1891,6 @@ class CodeGen {
       else b_.Add(dst, dst, y);
       b_.Jump(exit);
     });
-  }
-
-  // R[A] = R[B] op R[C] for ADD_I, SUB_I or MUL_I, wrapping: for a result
-  // whose range fits 64 bits (ArithmeticRange). A known operand is an
-  // immediate where the instruction takes one.
-  void EmitWrapping(const Instr& in) {
-    std::optional<int32_t> kb = Immediate(in.b), kc = Immediate(in.c);
-    const Int dst = I(in.a);
-    switch (in.op) {
-      case Op::ADD_I:
-        if (kc && *kc != INT32_MIN) b_.AddImm(dst, I(in.b), *kc);
-        else if (kb && *kb != INT32_MIN) b_.AddImm(dst, I(in.c), *kb);
-        else b_.Add(dst, I(in.b), I(in.c));
-        break;
-      case Op::SUB_I:
-        if (kc && *kc != INT32_MIN) b_.AddImm(dst, I(in.b), -*kc);
-        else b_.Sub(dst, I(in.b), I(in.c));
-        break;
-      default:
-        if (kc) b_.MulImm(dst, I(in.b), *kc);
-        else if (kb) b_.MulImm(dst, I(in.c), *kb);
-        else b_.Mul(dst, I(in.b), I(in.c));
-        break;
-    }
   }
 
   // R[A] = R[B] + k, k + R[B] or R[B] - k, for k a known constant in 32 bits:
@@ -2254,7 +2239,7 @@ class CodeGen {
           break;
         }
         if (ArithmeticRange(in)) {  // cannot overflow: no check
-          EmitWrapping(in);
+          EmitArithmetic(I(a), in, nullptr);
           break;
         }
         if (IsCounterPlusSmall(in)) {
@@ -2271,9 +2256,8 @@ class CodeGen {
           // Straight into A's register unless A is an operand (R[A] is not
           // live here then: an exit hands the interpreter only B and C).
           Int t = a == bb || a == c ? b_.NewInt() : I(a);
-          if (auto k = Immediate(c)) b_.MulCheckedImm(t, I(bb), *k, Exit());
-          else if (auto k = Immediate(bb)) b_.MulCheckedImm(t, I(c), *k, Exit());
-          else b_.MulChecked(t, I(bb), I(c), Exit());
+          const Label exit = Exit();
+          EmitArithmetic(t, in, &exit);
           b_.Mov(I(a), t);
           break;
         }
@@ -2590,14 +2574,8 @@ class CodeGen {
         }
         b_.AddImm(I(a), I(a), 1);
         BranchCompare(IntCond::kGe, a, bb, end);
-        if (chunked != counted_loops_.end() && !chunked->second.inline_callees.empty()) {
-          b_.DecrementAndBranchNonZero(ticks_, body->second);
-          CheckSignals();
-          EmitInlineOk(chunked->second);  // (a signal handler may have rebound a name)
-          b_.Jump(body->second);
-        } else {
-          BackEdge(body != bodies_.end() ? body->second : labels_[d]);
-        }
+        BackEdge(body != bodies_.end() ? body->second : labels_[d],
+                 chunked != counted_loops_.end() ? &chunked->second : nullptr);
         b_.Bind(end);
         b_.AddImm(I(a), I(a), -1);
         break;
