@@ -1444,7 +1444,8 @@ void Lowering::CompareBranch(CmpOp op, int left, Type left_type, int right, Type
 // bool where it can: a constant jumps or not, `not x` flips `when`, `and`/`or`
 // branch operand by operand (short-circuiting as Python does), a comparison
 // becomes fused compare-and-branch instructions (a chain evaluates each middle
-// operand once, copied when a later link could change it), None is always
+// operand once; a local is compared in its own register, since nothing in a
+// later link can rebind it: ppy has no `:=`), None is always
 // false, and any other value is tested by its truth (JT/JF).
 void Lowering::Branch(const Expr& expr, bool when, Label* label) {
   int saved_line = line_;
@@ -1482,10 +1483,6 @@ void Lowering::Branch(const Expr& expr, bool when, Label* label) {
           bool last = i + 1 == expr.cmp_ops.size();
           int right = ValueOf(*expr.children[i + 1]);
           Type right_type = expr.children[i + 1]->type;
-          if (!last && right < kConstantBase && !IsTemp(right)) {
-            int copy = TempFor(right_type);
-            right = Coerce(right, right_type, right_type, copy);
-          }
           if (last) CompareBranch(expr.cmp_ops[i], left, left_type, right, right_type, when, label);
           else CompareBranch(expr.cmp_ops[i], left, left_type, right, right_type, false, when ? skip : label);
           left = right;
