@@ -105,8 +105,8 @@ enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, k
   void IntToFloat(const Float& dst, const Int& src);                                                   \
   void FloatToIntChecked(const Int& dst, const Float& src, const Label& fail);                         \
                                                                                                        \
-  /* reg -= 1; if reg != 0 then goto target */                                                         \
-  void DecrementAndBranchNonZero(const Int& reg, const Label& target);                                 \
+  /* reg -= 1; if reg > 0 then goto target */                                                          \
+  void DecrementAndBranchPositive(const Int& reg, const Label& target);                                \
   void BranchInt(IntCond cond, const Int& a, const Int& b, const Label& target);                       \
   void BranchIntImm(IntCond cond, const Int& a, int64_t imm, const Label& target);                     \
   void BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target);               \

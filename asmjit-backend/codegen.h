@@ -35,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include <asmjit/core.h>
+
 #include "asmjit-backend/backend.h"
 #include "asmjit-backend/helpers.h"
 #include "vm/code.h"
@@ -110,10 +112,13 @@ class CodeGen {
       if (fn_.IsLoopHeader(pc_) && !counted_loops_.count(pc_)) b_.AlignLoop();
       if (targets_[pc_]) b_.Bind(labels_[pc_]);
       auto loop = counted_loops_.find(pc_);
+      depth_marks_[b_.compiler().cursor()] = depth_[pc_];
       if (loop != counted_loops_.end()) EmitGuards(loop->second);
       Instruction(fn_.code[pc_]);
     }
+    depth_marks_[b_.compiler().cursor()] = 0;
     EmitExits();
+    WeighVirtualRegisters();
     b_.End();
   }
 
@@ -169,6 +174,62 @@ class CodeGen {
     FindFoldedChains();
     FindUnneededBaseDefinitions();
     FindCommonSubexpressions();
+    FindLoopDepths();
+  }
+
+  // asmjit's allocator gives registers first to the virtual registers of
+  // highest priority, their references per unit of live range plus a hundredth
+  // of their weight; by default every weight is 1, so a value that lives through
+  // the whole function (a buffer's data pointer, a local) ranks by how few
+  // instructions it spans, not by how often the hot loops read it, and the
+  // tokenizer's inner loops reloaded the text's data pointer and decremented
+  // the signal ticks in memory. The classic spill cost instead: a machine
+  // instruction at loop depth d (the back edges around its pc) counts
+  // kLoopWeight[d] for each virtual register it reads or writes, and a
+  // register weighs the sum, capped at 255 (WeighVirtualRegisters).
+  static constexpr int kLoopWeight[] = {1, 8, 64, 255};
+
+  void FindLoopDepths() {
+    const int n = static_cast<int>(fn_.code.size());
+    depth_.assign(n, 0);
+    for (int pc = 0; pc < n; ++pc) {
+      const Instr& in = fn_.code[pc];
+      if (!HasFlag(in.op, kFlagJump) || in.d > pc) continue;
+      for (int at = in.d; at <= pc; ++at) depth_[at] = std::min(depth_[at] + 1, 3);
+    }
+  }
+
+  // Walks the emitted instructions: after a node in depth_marks_ (the last
+  // node before a pc's code, or before the out-of-line code, depth 0) the
+  // depth is that pc's.
+  void WeighVirtualRegisters() {
+    asmjit::BaseCompiler& cc = b_.compiler();
+    std::vector<int> weight(cc.virtRegs().size(), 0);
+    auto add = [&](uint32_t id, int depth) {
+      if (!asmjit::Operand::isVirtId(id)) return;
+      int& w = weight[asmjit::Operand::virtIdToIndex(id)];
+      w = std::min(w + kLoopWeight[depth], 255);
+    };
+    int depth = 0;
+    for (asmjit::BaseNode* node = cc.firstNode(); node; node = node->next()) {
+      if (node->isInst()) {
+        const asmjit::InstNode* inst = node->as<asmjit::InstNode>();
+        for (uint32_t i = 0; i < inst->opCount(); ++i) {
+          const asmjit::Operand& op = inst->operands()[i];
+          if (op.isReg()) {
+            add(op.id(), depth);
+          } else if (op.isMem()) {
+            const asmjit::BaseMem& mem = op.as<asmjit::BaseMem>();
+            if (mem.hasBaseReg()) add(mem.baseId(), depth);
+            if (mem.hasIndexReg()) add(mem.indexId(), depth);
+          }
+        }
+      }
+      if (auto mark = depth_marks_.find(node); mark != depth_marks_.end()) depth = mark->second;
+    }
+    for (size_t i = 0; i < weight.size(); ++i) {
+      if (weight[i] > 1) cc.virtRegs()[i]->setWeight(static_cast<uint32_t>(weight[i]));
+    }
   }
 
   // Local common subexpressions: int or float arithmetic (CommonOp) whose
@@ -298,6 +359,31 @@ class CodeGen {
       case Op::INDEX_U: return checked_[pc];  // a loop's guard checked it: a move or a multiply
       default: return true;
     }
+  }
+
+  // Whether R[A] of the invariant arithmetic at pc can go without the copy of
+  // the guard's value: on the straight path after it, up to where it is
+  // written again or dies, only accesses whose index the guard computed
+  // (hoisted_indexes_, nbody's `s[p + 3] -= ...`) read it, as that index, and
+  // nothing may leave for the interpreter, which would read it.
+  bool OnlyCheckedIndexesRead(int pc) const {
+    const int a = fn_.code[pc].a, n = static_cast<int>(fn_.code.size());
+    for (int at = pc + 1; at < n; ++at) {
+      if (targets_[at]) return false;
+      if (!live_in_[at][a]) return true;
+      const Instr& in = fn_.code[at];
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      if (reads[a]) {
+        int buffer, base, index;
+        bool store;
+        if (!hoisted_indexes_.count(at) || !FlatAccessOf(in, &buffer, &base, &index, &store)) return false;
+        if (store && in.op != Op::STORE_F64 && in.op != Op::STOREX_F64) return false;  // (an int value may be R[A])
+      }
+      if (MayExit(at) || (InfoOf(in.op).flags & (kFlagJump | kFlagEnd))) return false;
+      if (writes[a]) return true;
+    }
+    return false;
   }
 
   Kind KindOf(int reg) const { return fn_.registers[reg].kind; }
@@ -1013,9 +1099,32 @@ class CodeGen {
       if (!value.isValid()) value = b_.NewInt();
       EmitInvariantDefinition(value, def);
     }
+    // Accesses of one element (the load and the store of `s[p + 3] -= x`)
+    // share one index, checked once: against the store length if either
+    // stores, which is the length or 0.
+    auto value_key = [&](int reg, int pc) {
+      return WrittenIn(reg, loop.header, loop_end_.at(loop.header)) ? StraightPathWrite(reg, pc, loop.header)
+                                                                     : -1 - reg;
+    };
+    std::map<std::tuple<int, int, int>, std::vector<int>> elements;  // (buffer, base, index) -> pcs
+    std::vector<std::tuple<int, int, int>> order;
     for (int pc : loop.invariant_accesses) {
       int buffer = 0, base = -1, index = 0;
       bool store = false;
+      FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store);
+      auto key = std::make_tuple(buffer, base >= 0 ? value_key(base, pc) : INT32_MIN, value_key(index, pc));
+      if (elements[key].empty()) order.push_back(key);
+      elements[key].push_back(pc);
+    }
+    for (const auto& key : order) {
+      const std::vector<int>& pcs = elements.at(key);
+      const int pc = pcs.front();
+      int buffer = 0, base = -1, index = 0;
+      bool store = false, any_store = false;
+      for (int at : pcs) {
+        FlatAccessOf(fn_.code[at], &buffer, &base, &index, &store);
+        any_store |= store;
+      }
       FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store);
       Int value = InvariantValueAt(index, pc, loop);
       if (base >= 0) {
@@ -1025,8 +1134,9 @@ class CodeGen {
       }
       Int& hoisted = hoisted_indexes_[pc];
       if (!hoisted.isValid()) hoisted = b_.NewInt();
-      const Int& bound = store ? store_length_[buffer] : length_[buffer];
+      const Int& bound = any_store ? store_length_[buffer] : length_[buffer];
       b_.Mov(hoisted, Normalized(value, bound, length_[buffer], Exit(), false));
+      for (int at : pcs) hoisted_indexes_[at] = hoisted;
     }
     // Recomputed bases: the value the loop's computation will give (an
     // overflow leaves for the interpreter, which raises where the loop would).
@@ -1135,10 +1245,8 @@ class CodeGen {
       if (!converted_[reg].isValid()) converted_[reg] = b_.NewFloat();
       b_.IntToFloat(converted_[reg], I(reg));
     }
-    if (!loop.accesses.empty() || !loop.axis_indexes.empty()) {
-      if (!loop.left.isValid()) loop.left = b_.NewInt();
-      ChunkStart(loop);
-    }
+    if (!loop.left.isValid()) loop.left = b_.NewInt();
+    ChunkStart(loop);
     EmitInlineOk(loop);
   }
 
@@ -1214,11 +1322,12 @@ class CodeGen {
     b_.AddCheckedImm(*end, I(loop.counter), 1, Exit());
   }
 
-  // A loop with hoisted accesses runs in chunks: `left` counts down the
-  // iterations to the loop's end or to the next Ctrl-C check, whichever comes
-  // first, so that its back edge is one decrement and branch. The chunk is
-  // charged to the function's tick counter up front. The guard proved
-  // -base <= counter < limit <= length - base, so limit - counter cannot overflow.
+  // A counted loop runs in chunks: `left` counts down the iterations to the
+  // loop's end or to the next Ctrl-C check, whichever comes first, so that its
+  // back edge is one decrement and branch. The chunk is charged to the
+  // function's tick counter up front. Inside the loop counter < limit (counting
+  // up), so limit - counter is in [1, 2**64): exact as an unsigned number even
+  // where it wraps as a signed one, and compared with the ticks unsigned.
   void ChunkStart(CountedLoop& loop) {
     Label have_ticks = b_.NewLabel(), small = b_.NewLabel();
     b_.BranchIntImm(IntCond::kGt, ticks_, 0, have_ticks);
@@ -1227,7 +1336,7 @@ class CodeGen {
     b_.Bind(have_ticks);
     if (loop.down) b_.Sub(loop.left, I(loop.counter), I(loop.limit));
     else b_.Sub(loop.left, I(loop.limit), I(loop.counter));
-    b_.BranchInt(IntCond::kLe, loop.left, ticks_, small);
+    b_.BranchInt(IntCond::kUle, loop.left, ticks_, small);
     b_.Mov(loop.left, ticks_);
     b_.Bind(small);
     b_.Sub(ticks_, ticks_, loop.left);
@@ -1315,6 +1424,7 @@ class CodeGen {
         }
         break;
       case Op::LEN_U: case Op::SHAPE_U: result = Range{0, INT64_MAX}; break;
+      case Op::LOAD_I: result = ElementRange(fn_.registers[in.b].elem); break;
       case Op::I2F:
         if (auto x = RangeOf(in.b)) nonzero_float = x->low > 0 || x->high < 0;
         break;
@@ -1328,6 +1438,19 @@ class CodeGen {
     if (result && writes[in.a]) ranges_[in.a] = *result;
     if (nonzero_float) nonzero_floats_.insert(in.a);
     if (in.op == Op::JLT_I || in.op == Op::JLE_I) NoteFallThrough(in);
+  }
+
+  // The values an int element of a narrow type holds.
+  static std::optional<Range> ElementRange(ElemType elem) {
+    switch (elem) {
+      case ElemType::kI32: return Range{INT32_MIN, INT32_MAX};
+      case ElemType::kU32: return Range{0, UINT32_MAX};
+      case ElemType::kI16: return Range{INT16_MIN, INT16_MAX};
+      case ElemType::kU16: return Range{0, UINT16_MAX};
+      case ElemType::kI8: return Range{INT8_MIN, INT8_MAX};
+      case ElemType::kU8: return Range{0, UINT8_MAX};
+      default: return std::nullopt;  // (i64, and u64, which leaves above INT64_MAX)
+    }
   }
 
   // Past JLT_I x, y (or JLE_I) not taken, x >= y (x > y) holds: each bounds
@@ -1353,7 +1476,7 @@ class CodeGen {
     Label end = b_.NewLabel();
     b_.AddImm(I(a), I(a), -1);
     if (loop.left.isValid()) {
-      b_.DecrementAndBranchNonZero(loop.left, loop.body);
+      b_.DecrementAndBranchPositive(loop.left, loop.body);
       BranchCompare(IntCond::kLe, a, bb, end);
       ChunkStart(loop);  // a chunk ended before the loop did: ticks_ is 0
       b_.Jump(loop.body);
@@ -1654,8 +1777,10 @@ class CodeGen {
 
   // A back edge to `target`, checking for signals every few thousand; a
   // handler may rebind a name, so `loop`'s inlined callees are checked again.
+  // (A chunked loop around this one may have charged every tick left: the
+  // count then goes below 0, which checks at once.)
   void BackEdge(const Label& target, CountedLoop* loop = nullptr) {
-    b_.DecrementAndBranchNonZero(ticks_, target);
+    b_.DecrementAndBranchPositive(ticks_, target);
     CheckSignals();
     if (loop) EmitInlineOk(*loop);
     b_.Jump(target);
@@ -1844,6 +1969,45 @@ class CodeGen {
     bool in_place = !value_is_index && pc_ + 1 < static_cast<int>(fn_.code.size()) && !live_in_[pc_ + 1][reg] &&
                     !copied_from_.count(reg);
     return Index(buffer, I(reg), store, ConvertsForIndex(pc_ - 1) ? pc_ - 1 : -1, in_place);
+  }
+
+  // buf[R[reg]], with `emit` making the access at the index it is given. An
+  // index read again after this instruction (or by it, as the value stored,
+  // or by a common subexpression's copy) is checked in its own register, not
+  // in a copy normalized in place (IndexRegister): the usual index, in
+  // [0, bound), goes straight to the access; a negative one, out of line, is
+  // moved up by the length into a register of its own and makes the access
+  // there (at this pc, for its exits), then rejoins.
+  void CheckedAccess(int buffer, int reg, bool store, const std::function<void(const Int&)>& emit) {
+    const Instr& in = fn_.code[pc_];
+    const bool shared = (store && in.c == reg) || copied_from_.count(reg) ||
+                        (pc_ + 1 < static_cast<int>(fn_.code.size()) && live_in_[pc_ + 1][reg]);
+    if (!checked_[pc_] || hoisted_indexes_.count(pc_) || !shared) {
+      emit(IndexRegister(buffer, reg, store));
+      return;
+    }
+    Int length = length_[buffer], store_length = stored_[buffer] ? store_length_[buffer] : Int();
+    if (const CountedLoop* loop = LocalLoop(pc_)) std::tie(length, store_length) = loop->lengths.at(buffer);
+    const Int bound = store ? store_length : length;
+    const Int index = I(reg);
+    const Label exit = ExitAt(ConvertsForIndex(pc_ - 1) ? pc_ - 1 : pc_);
+    const Label outside = b_.NewLabel(), done = b_.NewLabel();
+    b_.BranchInt(IntCond::kUge, index, bound, outside);
+    emit(index);
+    b_.Bind(done);
+    const int at = pc_;
+    Cold([=, this] {
+      b_.Bind(outside);
+      b_.BranchIntImm(IntCond::kGe, index, 0, exit);
+      Int moved = b_.NewInt();
+      b_.Add(moved, index, length);
+      b_.BranchInt(IntCond::kUge, moved, bound, exit);
+      const int saved = pc_;
+      pc_ = at;
+      emit(moved);
+      pc_ = saved;
+      b_.Jump(done);
+    });
   }
 
   // Whether pc is an F2I whose result only the next instruction's checked
@@ -2061,11 +2225,19 @@ class CodeGen {
   // multiplication", Theorem 4.2: 2**(63+l) < m * d <= 2**(63+l) + 2**l), and
   // m < 2**64 since d is not a power of two: one unsigned multiply-high and a
   // shift. A negative x divides ~x = -x - 1 >= 0 instead, since
-  //   x // d = ~(~x // d)  and  x % d = d - 1 - ~x % d,
-  // which the sign mask s = x >> 63 applies without a branch: u = x ^ s.
-  void DivideByConstant(const Int& dst, const Int& x, int64_t d, bool nonnegative, bool want_quotient) {
+  //   x // d = ~(~x // d),
+  // which the sign mask s = x >> 63 applies without a branch: u = x ^ s; and
+  // x % d = x - (x // d) * d.
+  // When x's range puts u below 2**31 (a load from an i32 buffer, histogram's
+  // `k % bins`), the same theorem with 31 for 63 gives m <= 2**32 and
+  // u * m < 2**63: the low half of an ordinary multiply, which on x86-64
+  // needs neither rax nor rdx.
+  void DivideByConstant(const Int& dst, const Int& x, int64_t d, std::optional<Range> range, bool want_quotient) {
+    const bool nonnegative = range && range->low >= 0;
+    const bool narrow = range && range->high < (int64_t{1} << 31) && range->low >= -(int64_t{1} << 31);
+    const int bits = narrow ? 31 : 63;
     const int l = 64 - __builtin_clzll(static_cast<uint64_t>(d - 1));
-    const unsigned __int128 m = (static_cast<unsigned __int128>(1) << (63 + l)) / static_cast<uint64_t>(d) + 1;
+    const unsigned __int128 m = (static_cast<unsigned __int128>(1) << (bits + l)) / static_cast<uint64_t>(d) + 1;
     Int sign = b_.NewInt(), u = x;
     if (!nonnegative) {
       u = b_.NewInt();
@@ -2074,24 +2246,27 @@ class CodeGen {
     }
     Int magic = b_.NewInt(), q = b_.NewInt();
     b_.MovImm(magic, static_cast<int64_t>(static_cast<uint64_t>(m)));
-    b_.MulHighUnsigned(q, u, magic);
-    b_.SarImm(q, q, l - 1);  // (the high half is below 2**63)
+    if (narrow) {
+      b_.Mul(q, u, magic);
+      b_.SarImm(q, q, bits + l);  // (the product is below 2**63)
+    } else {
+      b_.MulHighUnsigned(q, u, magic);
+      b_.SarImm(q, q, l - 1);  // (the high half is below 2**63)
+    }
+    // floor(x / d) is q for u = x, ~q = q ^ s for u = ~x; x % d is what
+    // remains of x (floor(x / d) * d lies within d of x: no overflow).
+    Int floor_q = q;
+    if (!nonnegative) {
+      floor_q = want_quotient ? dst : b_.NewInt();
+      b_.Xor(floor_q, q, sign);
+    }
     if (want_quotient) {
       if (nonnegative) b_.Mov(dst, q);
-      else b_.Xor(dst, q, sign);
       return;
     }
-    Int r = b_.NewInt();
-    b_.MulImm(r, q, static_cast<int32_t>(d));  // (q * d <= u: no overflow)
-    b_.Sub(r, u, r);
-    if (nonnegative) {
-      b_.Mov(dst, r);
-      return;
-    }
-    Int fix = b_.NewInt();
-    b_.AndImm(fix, sign, static_cast<int32_t>(d));
-    b_.Xor(r, r, sign);
-    b_.Add(dst, r, fix);
+    Int product = b_.NewInt();
+    b_.MulImm(product, floor_q, static_cast<int32_t>(d));
+    b_.Sub(dst, x, product);
   }
 
   // dst := a // b or a % b with Python's signs, b already known nonzero.
@@ -2231,7 +2406,7 @@ class CodeGen {
       case Op::MUL_I: {
         if (unneeded_[pc_]) break;
         if (auto hoisted = invariant_values_.find(pc_); hoisted != invariant_values_.end()) {
-          b_.Mov(I(a), hoisted->second);  // (FindInvariantArithmetic)
+          if (!OnlyCheckedIndexesRead(pc_)) b_.Mov(I(a), hoisted->second);  // (FindInvariantArithmetic)
           break;
         }
         if (same_as_[pc_] >= 0) {  // (FindCommonSubexpressions)
@@ -2286,7 +2461,9 @@ class CodeGen {
           break;
         }
         if (ConstantInRange(c, 3, INT32_MAX)) {  // (not a power of two: above)
-          DivideByConstant(I(a), I(bb), ConstantValueOf(c), KnownNonnegative(bb), in.op == Op::FLOORDIV_I);
+          std::optional<Range> range = RangeOf(bb);
+          if (!range && KnownNonnegative(bb)) range = Range{0, INT64_MAX};
+          DivideByConstant(I(a), I(bb), ConstantValueOf(c), range, in.op == Op::FLOORDIV_I);
           break;
         }
         if (KnownNonnegative(bb) && KnownPositive(c)) {
@@ -2482,7 +2659,18 @@ class CodeGen {
         break;
       }
 
-      case Op::JMP: b_.Jump(labels_[d]); break;
+      case Op::JMP: {
+        // Threaded: a jump to a jump goes where that one goes, and a jump to
+        // a loop's back edge (`continue`, the end of an if in a while loop)
+        // is that back edge, one jump less per iteration.
+        int target = d;
+        for (int hops = 0; hops < 8 && fn_.code[target].op == Op::JMP && fn_.code[target].d != target; ++hops) {
+          target = fn_.code[target].d;
+        }
+        if (fn_.code[target].op == Op::LOOP) BackEdge(labels_[fn_.code[target].d]);
+        else b_.Jump(labels_[target]);
+        break;
+      }
       case Op::JT: b_.BranchIntImm(IntCond::kNe, I(a), 0, labels_[d]); break;
       case Op::JF: b_.BranchIntImm(IntCond::kEq, I(a), 0, labels_[d]); break;
       case Op::LOOP: BackEdge(labels_[d]); break;
@@ -2564,7 +2752,7 @@ class CodeGen {
         if (chunked != counted_loops_.end() && chunked->second.left.isValid()) {
           CountedLoop& loop = chunked->second;
           b_.AddImm(I(a), I(a), 1);
-          b_.DecrementAndBranchNonZero(loop.left, loop.body);
+          b_.DecrementAndBranchPositive(loop.left, loop.body);
           BranchCompare(IntCond::kGe, a, bb, end);
           ChunkStart(loop);  // a chunk ended before the loop did: ticks_ is 0
           b_.Jump(loop.body);
@@ -2585,13 +2773,13 @@ class CodeGen {
       case Op::LOAD_F64:
       case Op::LOAD_I64:
       case Op::LOAD_F:
-      case Op::LOAD_I: LoadElementTo(a, bb, IndexRegister(bb, c)); break;
+      case Op::LOAD_I: CheckedAccess(bb, c, false, [=, this](const Int& index) { LoadElementTo(a, bb, index); }); break;
       case Op::LOADX_F64:
       case Op::LOADX_I64: LoadElementTo(a, bb, SumIndex(bb, c, d)); break;
       case Op::STORE_F64:
-      case Op::STORE_F: StoreFloatElement(a, IndexRegister(a, bb, true), F(c)); break;
+      case Op::STORE_F: CheckedAccess(a, bb, true, [=, this](const Int& index) { StoreFloatElement(a, index, F(c)); }); break;
       case Op::STORE_I64:
-      case Op::STORE_I: StoreIntElement(a, IndexRegister(a, bb, true), c); break;
+      case Op::STORE_I: CheckedAccess(a, bb, true, [=, this](const Int& index) { StoreIntElement(a, index, c); }); break;
       case Op::STOREX_F64: StoreFloatElement(a, SumIndex(a, bb, c, true), F(d)); break;
       case Op::STOREX_I64: StoreIntElement(a, SumIndex(a, bb, c, true), d); break;
       // N-d buffers (see vm/opcodes.def): machine code runs only in frames
@@ -2798,6 +2986,8 @@ class CodeGen {
   std::set<int> writable_checked_;           // N-d store pcs whose loop's guard checked writability
   std::map<int, std::pair<Int, int>> folded_;  // folded N-d access pc -> (row pointer, counter register)
   std::set<int> folded_pcs_;                   // the same pcs, known before the guards are emitted
+  std::vector<int> depth_;                   // per pc: how many loops' back edges enclose it (at most 3)
+  std::map<asmjit::BaseNode*, int> depth_marks_;  // the node before a pc's code -> its depth
   Int entry_pc_, ticks_;
   int regs_slot_ = 0, result_slot_ = 0, context_slot_ = 0;
   int pc_ = 0;

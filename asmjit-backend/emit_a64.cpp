@@ -268,9 +268,9 @@ void A64Backend::FloatToIntChecked(const Int& dst, const Float& src, const Label
   cc_.b_vs(fail);
 }
 
-void A64Backend::DecrementAndBranchNonZero(const Int& reg, const Label& target) {
+void A64Backend::DecrementAndBranchPositive(const Int& reg, const Label& target) {
   cc_.subs(reg, reg, 1);
-  cc_.b_ne(target);
+  cc_.b_gt(target);
 }
 
 void A64Backend::CompareImm(const Int& a, int64_t imm) {

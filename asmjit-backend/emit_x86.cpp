@@ -355,9 +355,9 @@ void X86Backend::FloatToIntChecked(const Int& dst, const Float& src, const Label
   cc_.jo(fail);
 }
 
-void X86Backend::DecrementAndBranchNonZero(const Int& reg, const Label& target) {
+void X86Backend::DecrementAndBranchPositive(const Int& reg, const Label& target) {
   cc_.sub(reg, 1);
-  cc_.jnz(target);
+  cc_.jg(target);
 }
 
 void X86Backend::BranchInt(IntCond cond, const Int& a, const Int& b, const Label& target) {

@@ -222,6 +222,8 @@ def test_ctrl_c_interrupts_a_long_native_loop(runner, tmp_path):
     import time
 
     _write(tmp_path, "spin.ppy", """\
+        from ppy import Buffer
+
         def spin(n: int) -> int:
             total = 0
             for i in range(n):
@@ -232,8 +234,19 @@ def test_ctrl_c_interrupts_a_long_native_loop(runner, tmp_path):
             k = 0
             while True:
                 k += 1
+
+        def nested(xs: Buffer[int], n: int) -> int:
+            # The loop over i runs in chunks that may take every tick left
+            # before the check; the while loop inside must still check.
+            total = 0
+            for i in range(len(xs)):
+                k = 0
+                while k < n:
+                    k += xs[i] % 3 + 1
+                total += k
+            return total
         """)
-    for call in ("spin.spin(10**15)", "spin.wait()"):
+    for call in ("spin.spin(10**15)", "spin.wait()", "spin.nested(__import__('array').array('q', [1] * 5000), 10**18)"):
         # spawn gives the child SIGINT's default disposition, so its Python
         # installs the KeyboardInterrupt handler whatever this run inherited.
         process = spawn(

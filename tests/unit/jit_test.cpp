@@ -349,6 +349,7 @@ struct BorrowedArray {
       case 'f': view.elem = ElemType::kF32; break;
       case 'q': view.elem = ElemType::kI64; break;
       case 'B': view.elem = ElemType::kU8; break;
+      case 'i': view.elem = ElemType::kI32; break;
       default: view.elem = ElemType::kI8; break;
     }
   }
@@ -684,7 +685,12 @@ def single(xs: Buffer[f32], v: float) -> float:
 // elements. Both backends run it (AArch64 under qemu).
 TEST_F(Jit, KnownValuesAndRangesAgreeWithTheInterpreter) {
   auto compiled = Compile(R"(
-from ppy import Buffer, u8
+from ppy import Buffer, u8, i32
+def narrow(xs: Buffer[i32]) -> int:
+    t = 0
+    for x in xs:
+        t += x // 3 + x % 3 * 11 + x // 7 - x % 7 + x // 1000 * 13 + x % 1000 + x // 2147483647 + x % 65537 * 5
+    return t
 def divide(x: int) -> int:
     return x // 3 + x % 3 * 11 + x // 7 - x % 7 + x // 1000 * 13 + x % 1000 + x // 2147483647 + x % 65537 * 5
 def immediates(x: int) -> int:
@@ -732,6 +738,10 @@ def repeated(x: float, y: float, n: int) -> float:
   BorrowedArray xs("q", "[1, 2, 3, 4]");
   BorrowedArray readonly("B", "[0] * 4", true);
   ExpectSame(*compiled, "down", {xs.value(), readonly.value(), IntValue(0)});
+  // i32 elements: the multiply without its high half (DivideByConstant).
+  BorrowedArray narrow("i", "[0, 1, -1, 2, -3, 6, -7, 999, -1000, 65537, -65538, 2147483647, -2147483648, "
+                            "2147483646, -2147483647] + [(k * 2654435761) % 2**32 - 2**31 for k in range(64)]");
+  ExpectSame(*compiled, "narrow", {narrow.value()});
 }
 
 // ---- A property test: random typed loop programs ------------------------------------------
