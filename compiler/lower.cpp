@@ -1928,8 +1928,8 @@ void Lowering::For(const Stmt& stmt) {
 // step, as range() does) and FORLOOP. The counter never advances past the
 // last value, so it cannot overflow; the target is assigned from it at the
 // top of each iteration, or is the counter itself when nothing can tell the
-// difference (FindLoopPrivateLocals). An empty range leaves the target
-// unassigned, as in Python.
+// difference (FindLoopPrivateLocals) or when an empty range restores it. An
+// empty range leaves the target unassigned, as in Python.
 void Lowering::ForRange(const Stmt& stmt) {
   const Expr& iter = *stmt.value;
   const Expr& target = *stmt.targets[0];
@@ -1951,8 +1951,21 @@ void Lowering::ForRange(const Stmt& stmt) {
   int step = count == 3 ? stable(*iter.children[3]) : ConstInt(1);
   bool step_is_one = count < 3 || (iter.children[3]->kind == ExprKind::kInt && iter.children[3]->int_value == 1);
 
-  bool direct = target.kind == ExprKind::kName && target.resolution == Resolution::kLocal &&
-                loop_private_.count(target.text) && !AssignedIn(stmt.body, target.text);
+  const bool int_local = target.kind == ExprKind::kName && target.resolution == Resolution::kLocal &&
+                         fn_.locals[target.index].type.is_int() && !AssignedIn(stmt.body, target.text);
+  bool direct = int_local && loop_private_.count(target.text);
+  // A step-one loop whose body leaves its int target alone counts in the
+  // target too, though something may read it after the loop: only an empty
+  // range could tell, which leaves the target as it was, so the entry test
+  // jumps to a restore of the value saved before the counter took it over.
+  // (A loop that runs ends, or breaks, with the target at its last value,
+  // which is the counter's: FORLOOP_INC never steps past it.)
+  int saved = -1;
+  if (int_local && !direct && step_is_one) {
+    direct = true;
+    saved = Temp(Kind::kInt);
+    Emit(Op::MOVE_I, saved, LocalRegister(target.index));
+  }
   int counter = direct ? LocalRegister(target.index) : Temp(Kind::kInt);
   Emit(Op::MOVE_I, counter, start);
 
@@ -1960,8 +1973,14 @@ void Lowering::ForRange(const Stmt& stmt) {
   Label* next = NewLabel();
   Label* exit = NewLabel();
   Label* done = NewLabel();
+  Label* empty = saved >= 0 ? NewLabel() : exit;
   line_ = stmt.loc.line;
-  CountedLoop(stmt, {counter, stop, step, step_is_one, direct}, body, next, exit, done);
+  CountedLoop(stmt, {counter, stop, step, step_is_one, direct}, body, next, empty, done);
+  if (saved >= 0) {
+    EmitJump(Op::JMP, 0, 0, 0, exit);
+    Bind(empty);
+    Emit(Op::MOVE_I, counter, saved);
+  }
   Bind(exit);
   Block(stmt.orelse);
   Bind(done);
