@@ -22,8 +22,11 @@
 //   DivMod(q, r, a, b): C's truncating division; b is neither 0 nor -1.
 //   FloatToIntChecked(d, f, L): truncates; jumps to L for a NaN or a value
 //     outside int64, and may for exactly INT64_MIN.
-//   StoreElementImm(elem, value, data, index): an int element set to a value
-//     that fits it.
+//   LoadElement/StoreElement/StoreElementImm(elem, ..., data, index, offset):
+//     the element at data + index * size + offset (offset in bytes: a
+//     constant the index had added, folded into the address).
+//   StoreElementImm(elem, value, data, index, offset): an int element set to
+//     a value that fits it.
 //   MulHighUnsigned(d, a, b): the high 64 bits of the unsigned 128-bit a * b.
 //   SetInt/SetFloat(cond, d, a, b): d := 1 or 0.
 //   CallIntHelper/CallFloatHelper(table, offset, {args}): the helper's address
@@ -62,11 +65,13 @@ enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, k
   void LoadFloat(const Float& dst, const Int& base, int32_t offset);                                   \
   void StoreFloat(const Float& src, const Int& base, int32_t offset);                                  \
   void LoadU8(const Int& dst, const Int& base, int32_t offset);                                        \
-  void LoadElement(ElemType elem, const Int& dst, const Int& data, const Int& index);                  \
-  void LoadElement(ElemType elem, const Float& dst, const Int& data, const Int& index);                \
-  void StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index);                 \
-  void StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index);               \
-  void StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index);                \
+  void LoadElement(ElemType elem, const Int& dst, const Int& data, const Int& index, int32_t offset);  \
+  void LoadElement(ElemType elem, const Float& dst, const Int& data, const Int& index, int32_t offset);\
+  void StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index, int32_t offset); \
+  void StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index,                \
+                    int32_t offset);                                                                   \
+  void StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index,                 \
+                       int32_t offset);                                                                \
   int NewSlot();                                                                                       \
   void StoreSlot(const Int& src, int slot);                                                            \
   void LoadSlot(const Int& dst, int slot);                                                             \

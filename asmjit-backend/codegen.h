@@ -32,6 +32,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -174,7 +175,66 @@ class CodeGen {
     FindFoldedChains();
     FindUnneededBaseDefinitions();
     FindCommonSubexpressions();
+    FindFoldedOffsets();
     FindLoopDepths();
+  }
+
+  // Constants folded into addresses: ADD_I x, y, k or SUB_I x, y, k (k a
+  // known int) whose result only accesses without a check (a loop's guard
+  // proved them) read, as their index, on the straight path until it dies,
+  // with y unchanged and nothing that may leave for the interpreter (which
+  // would read x) in between. The accesses address data + y * size + k *
+  // size, and the arithmetic is skipped: nbody's `s[q + 3] += ...` (a load
+  // and a store), prefix_sum's `out[i - 1]`.
+  void FindFoldedOffsets() {
+    const int n = static_cast<int>(fn_.code.size());
+    std::set<int> hoisted;  // (their index comes from the guard)
+    for (const auto& [header, loop] : counted_loops_) hoisted.insert(loop.invariant_accesses.begin(), loop.invariant_accesses.end());
+    for (int pc = 0; pc < n; ++pc) {
+      const Instr& in = fn_.code[pc];
+      if ((in.op != Op::ADD_I && in.op != Op::SUB_I) || in.a == in.b || unneeded_[pc]) continue;
+      if (!ConstantInRange(in.c, -(int64_t{1} << 24), int64_t{1} << 24) || KindOf(in.b) != Kind::kInt) continue;
+      if (copied_from_.count(in.a) || invariant_owner_.count(pc)) continue;
+      const int64_t k = in.op == Op::ADD_I ? ConstantValueOf(in.c) : -ConstantValueOf(in.c);
+      std::vector<int> uses;
+      bool ok = false;
+      for (int at = pc + 1; at < n; ++at) {
+        if (targets_[at]) break;
+        if (!live_in_[at][in.a]) {
+          ok = !uses.empty();
+          break;
+        }
+        const Instr& use = fn_.code[at];
+        RegisterSet reads, writes;
+        RegistersOf(fn_, use, &reads, &writes);
+        if (reads[in.a]) {
+          int buffer, base, index;
+          bool store;
+          if (!FlatAccessOf(use, &buffer, &base, &index, &store) || base >= 0 || index != in.a || checked_[at] ||
+              hoisted.count(at) || access_loop_.count(at) || folded_pcs_.count(at) || (store && use.c == in.a)) {
+            break;
+          }
+          uses.push_back(at);
+        }
+        if (MayExit(at) || (InfoOf(use.op).flags & (kFlagJump | kFlagEnd))) break;
+        if (writes[in.b] || writes[in.a]) {
+          ok = !uses.empty() && !(at + 1 < n && live_in_[at + 1][in.a] && !writes[in.a]);
+          break;
+        }
+      }
+      if (!ok) continue;
+      folded_adds_.insert(pc);
+      for (int at : uses) folded_offsets_[at] = {in.b, k};
+    }
+  }
+
+  // The byte offset folded into the current access's address (FindFoldedOffsets).
+  // (Or by SumIndex, for LOADX/STOREX with a known second register.)
+  int32_t ElementOffset(int buffer) const {
+    int64_t k = 0;
+    if (auto folded = folded_offsets_.find(pc_); folded != folded_offsets_.end()) k = folded->second.second;
+    else if (sum_offset_.first == pc_) k = sum_offset_.second;
+    return static_cast<int32_t>(k * InfoOf(fn_.registers[buffer].elem).size);
   }
 
   // asmjit's allocator gives registers first to the virtual registers of
@@ -355,7 +415,9 @@ class CodeGen {
     switch (fn_.code[pc].op) {
       case Op::ADD_F: case Op::SUB_F: case Op::MUL_F: case Op::MOVE_F: case Op::MOVE_I: return false;
       case Op::DIV_F: return nonzero_checked_[pc];
-      case Op::LOADX_F64: case Op::STOREX_F64: case Op::LOAD_F64: case Op::STORE_F64: return checked_[pc];
+      case Op::LOADX_F64: case Op::STOREX_F64: case Op::LOAD_F64: case Op::STORE_F64:
+      case Op::LOAD_I64: case Op::STORE_I64: case Op::LOAD_F: case Op::STORE_F: return checked_[pc];
+      case Op::LOAD_I: return checked_[pc] || fn_.registers[fn_.code[pc].b].elem == ElemType::kU64;
       case Op::INDEX_U: return checked_[pc];  // a loop's guard checked it: a move or a multiply
       default: return true;
     }
@@ -601,6 +663,17 @@ class CodeGen {
       if (!affine) continue;
       loop.affine.push_back(access);
       checked_[pc] = false;
+      // The guard computed counter * s at the first and the last iteration
+      // with overflow checks, and the index there within the buffer: every
+      // iteration's product lies between, and so does its index when the
+      // access adds nothing more (no LOADX second register).
+      if (access.scale >= 0) {
+        const int product = sum.op == Op::MUL_I ? def : last_write(sum.b == loop.counter ? sum.c : sum.b, def);
+        for (int at : {product, sum.op == Op::MUL_I ? -1 : last_write(sum.c, def)}) {
+          if (at >= 0 && scale_of(at) >= 0) within_guard_.insert(at);
+        }
+      }
+      if (extra < 0 && sum.op != Op::MUL_I) within_guard_.insert(def);
     }
   }
 
@@ -1545,6 +1618,21 @@ class CodeGen {
         case Kind::kObject: break;
       }
     }
+    // The float constants of the callees it runs in place, set once here
+    // rather than at every call (GenerateInline).
+    for (const Instr& in : fn_.code) {
+      if (in.op != Op::CALL_FN || !Covers(fn_, in)) continue;
+      const FunctionCode& callee = *fn_.module->functions[in.d];
+      if (!InlinableCallee(fn_, callee)) continue;
+      for (int reg = callee.num_params(); reg < callee.num_registers(); ++reg) {
+        if (!callee.IsConstantRegister(reg) || callee.registers[reg].kind != Kind::kFloat) continue;
+        const uint64_t bits = callee.initial_constants[reg - callee.num_params()];
+        if (float_constants_.count(bits)) continue;
+        Float value = b_.NewFloat();
+        b_.FloatFromBits(value, bits);
+        float_constants_[bits] = value;
+      }
+    }
   }
 
   // A buffer register not assigned yet at this entry (a loop's copy of a
@@ -1677,14 +1765,30 @@ class CodeGen {
       else ints_[reg] = b_.NewInt();
       uint64_t bits = 0;
       if (reg < fn_.num_params()) {
-        if (is_float) b_.Mov(floats_[reg], caller.F(first_arg + reg));
-        else b_.Mov(ints_[reg], caller.I(first_arg + reg));
-        auto range = caller.RangeOf(first_arg + reg);
-        if (range && !WrittenIn(reg, 0, n - 1)) stable_ranges_[reg] = *range;
+        // A parameter the callee never writes is the caller's argument
+        // register itself, which nothing here writes either: no copy.
+        const bool written = WrittenIn(reg, 0, n - 1);
+        if (is_float) {
+          if (written) b_.Mov(floats_[reg], caller.F(caller.Argument(first_arg + reg)));
+          else floats_[reg] = caller.F(caller.Argument(first_arg + reg));
+        } else {
+          if (written) b_.Mov(ints_[reg], caller.I(caller.Argument(first_arg + reg)));
+          else ints_[reg] = caller.I(caller.Argument(first_arg + reg));
+        }
+        auto range = caller.RangeOf(caller.Argument(first_arg + reg));
+        if (range && !written) stable_ranges_[reg] = *range;
         continue;
       }
-      if (fn_.IsConstantRegister(reg)) bits = fn_.initial_constants[reg - fn_.num_params()];
-      else if (!live_in_[0][reg]) continue;
+      if (fn_.IsConstantRegister(reg)) {
+        bits = fn_.initial_constants[reg - fn_.num_params()];
+        auto held = caller.float_constants_.find(bits);
+        if (is_float && held != caller.float_constants_.end() && !WrittenIn(reg, 0, n - 1)) {
+          floats_[reg] = held->second;  // (LoadRegisters)
+          continue;
+        }
+      } else if (!live_in_[0][reg]) {
+        continue;
+      }
       if (is_float) b_.FloatFromBits(floats_[reg], bits);
       else b_.MovImm(ints_[reg], static_cast<int64_t>(bits));
     }
@@ -1692,8 +1796,78 @@ class CodeGen {
       if (targets_[pc_]) b_.Bind(labels_[pc_]);
       Instruction(fn_.code[pc_]);
     }
+    if (falls_into_done_) return;  // (see FallsIntoDone)
     b_.Jump(inline_fallback_);  // (code ends in a return or a raise)
     for (const auto& emit : cold_) emit();
+  }
+
+  // Whether the inlined callee's return at the current pc can end the code
+  // without a jump: it is the last instruction, and nothing follows it (no
+  // out-of-line pieces), so the caller's `done` is bound right after.
+  bool FallsIntoDone() const {
+    return inline_ && pc_ + 1 == static_cast<int>(fn_.code.size()) && cold_.empty() &&
+           (fn_.code[pc_].op == Op::RET_I || fn_.code[pc_].op == Op::RET_F);
+  }
+
+  // Whether the MOVE_I or MOVE_F at pc fills an argument register of a
+  // CALL_FN that runs its callee in place, which can then read the source
+  // register itself: the moves of the call's arguments follow each other up
+  // to the call (no jump lands in between, and none writes another's
+  // source), and nothing reads the argument register after the call. The
+  // move waits in deferred_ for the real call, out of line, which makes it.
+  bool DeferArgument(int pc) {
+    const int n = static_cast<int>(fn_.code.size());
+    const Instr& move = fn_.code[pc];
+    int call = pc + 1;
+    auto is_move = [](Op op) { return op == Op::MOVE_I || op == Op::MOVE_F; };
+    while (call < n && !targets_[call] && is_move(fn_.code[call].op) && fn_.code[call].a != move.b &&
+           fn_.code[call].b != move.a) {
+      ++call;
+    }
+    if (call >= n || targets_[call] || fn_.code[call].op != Op::CALL_FN || inline_) return false;
+    const Instr& in = fn_.code[call];
+    if (!Covers(fn_, in) || !InlinableCallee(fn_, *fn_.module->functions[in.d])) return false;
+    if (move.a < in.b || move.a >= in.b + in.c || move.a == in.a || move.b == move.a) return false;
+    if (call + 1 < n && live_in_[call + 1][move.a]) return false;
+    deferred_[move.a] = move.b;
+    return true;
+  }
+
+  // The register holding argument register `reg`'s value at a call: the
+  // source of its deferred move, or itself.
+  int Argument(int reg) const {
+    auto it = deferred_.find(reg);
+    return it != deferred_.end() ? it->second : reg;
+  }
+
+  // CALL_FN A, B, C, D made for real: the interpreter's typed call of
+  // function D (call_typed). The arguments are the frame's own registers
+  // B..B+C-1 and the result its register A: storing their current values
+  // there is what a side exit would do anyway. Then what the call may have
+  // changed: views, and the names inlined callees rely on.
+  void EmitTypedCall(const FunctionCode& callee, int a, int bb, int c, int d) {
+    Int regs = FromSlot(regs_slot_);
+    for (int i = 0; i < c; ++i) {
+      int reg = bb + i;
+      int32_t slot = static_cast<int32_t>(reg * sizeof(Value));
+      if (KindOf(reg) == Kind::kFloat) b_.StoreFloat(F(reg), regs, slot);
+      else b_.StoreInt(I(reg), regs, slot);
+    }
+    Int caller = b_.NewInt(), index = b_.NewInt(), args = b_.NewInt(), result = b_.NewInt();
+    b_.LoadInt(caller, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, function)));
+    b_.MovImm(index, d);
+    b_.AddImm(args, regs, static_cast<int32_t>(bb * sizeof(Value)));
+    b_.AddImm(result, regs, static_cast<int32_t>(a * sizeof(Value)));
+    Int ok = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, call_typed)), {caller, index, args, result});
+    b_.BranchIntImm(IntCond::kEq, ok, 0, ErrorExit());
+    Int frame = FromSlot(regs_slot_);
+    int32_t slot = static_cast<int32_t>(a * sizeof(Value));
+    if (ppy::KindOf(callee.result) == Kind::kFloat) b_.LoadFloat(F(a), frame, slot);
+    else b_.LoadInt(I(a), frame, slot);
+    LeaveIfViewsMoved();
+    for (auto& [header, loop] : counted_loops_) {  // the call ran Python code
+      if (header <= pc_ && pc_ < loop_end_.at(header)) EmitInlineOk(loop);
+    }
   }
 
   // The virtual register of int register `reg`. One whose value the code
@@ -1867,7 +2041,10 @@ class CodeGen {
   // An index outside leaves through the exit at `exit_pc` (default: this pc);
   // `in_place` normalizes the index in its own register, undone before an exit.
   Int Index(int buffer, const Int& index, bool store = false, int exit_pc = -1, bool in_place = false) {
-    if (!checked_[pc_]) return index;
+    if (!checked_[pc_]) {
+      if (auto folded = folded_offsets_.find(pc_); folded != folded_offsets_.end()) return I(folded->second.first);
+      return index;
+    }
     Int length = length_[buffer], store_length = stored_[buffer] ? store_length_[buffer] : Int();
     if (const CountedLoop* loop = LocalLoop(pc_)) {
       std::tie(length, store_length) = loop->lengths.at(buffer);
@@ -2128,6 +2305,10 @@ class CodeGen {
     if (Immediate(base) && !Immediate(offset)) std::swap(base, offset);
     std::optional<int32_t> k = Immediate(offset);
     if (k && *k == INT32_MIN) k.reset();
+    if (!checked_[pc_] && k && *k > -(1 << 24) && *k < (1 << 24)) {
+      sum_offset_ = {pc_, *k};  // into the address (ElementOffset)
+      return I(base);
+    }
     Int sum = b_.NewInt();
     if (!checked_[pc_]) {
       if (k) b_.AddImm(sum, I(base), *k);
@@ -2175,13 +2356,13 @@ class CodeGen {
     ElemType elem = fn_.registers[buffer].elem;
     const Int& data = based ? *based : Data(buffer);
     if (InfoOf(elem).is_float) {
-      b_.LoadElement(elem, F(dst), data, index);
+      b_.LoadElement(elem, F(dst), data, index, ElementOffset(buffer));
     } else if (elem != ElemType::kU64) {
-      b_.LoadElement(elem, I(dst), data, index);
+      b_.LoadElement(elem, I(dst), data, index, ElementOffset(buffer));
     } else {
       // Beyond INT64_MAX a u64 element has no int64 value: the interpreter raises.
       Int value = b_.NewInt();
-      b_.LoadElement(elem, value, data, index);
+      b_.LoadElement(elem, value, data, index, ElementOffset(buffer));
       b_.BranchIntImm(IntCond::kLt, value, 0, Exit());
       b_.Mov(I(dst), value);
     }
@@ -2203,7 +2384,7 @@ class CodeGen {
       default: low = INT64_MIN; high = INT64_MAX; break;
     }
     if (auto k = Immediate(value_reg); k && *k >= low && *k <= high) {  // (fits: no check)
-      b_.StoreElementImm(elem, *k, based ? *based : Data(buffer), index);
+      b_.StoreElementImm(elem, *k, based ? *based : Data(buffer), index, ElementOffset(buffer));
       return;
     }
     const Int value = I(value_reg);
@@ -2211,11 +2392,11 @@ class CodeGen {
       if (low != INT64_MIN) b_.BranchIntImm(IntCond::kLt, value, low, Exit());
       if (high != INT64_MAX) b_.BranchIntImm(IntCond::kGt, value, high, Exit());
     }
-    b_.StoreElement(elem, value, based ? *based : Data(buffer), index);
+    b_.StoreElement(elem, value, based ? *based : Data(buffer), index, ElementOffset(buffer));
   }
 
   void StoreFloatElement(int buffer, const Int& index, const Float& value) {
-    b_.StoreElement(fn_.registers[buffer].elem, value, Data(buffer), index);
+    b_.StoreElement(fn_.registers[buffer].elem, value, Data(buffer), index, ElementOffset(buffer));
   }
 
   // dst := x // d or x % d with Python's signs, for a known d > 2 that is not
@@ -2361,10 +2542,14 @@ class CodeGen {
     const int d = in.d;
     switch (in.op) {
       case Op::MOVE_I:
+        if (DeferArgument(pc_)) break;
         if (immediate_[bb]) b_.MovImm(I(a), *immediate_[bb]);
         else b_.Mov(I(a), I(bb));
         break;
-      case Op::MOVE_F: b_.Mov(F(a), F(bb)); break;
+      case Op::MOVE_F:
+        if (DeferArgument(pc_)) break;
+        b_.Mov(F(a), F(bb));
+        break;
       case Op::MOVE_U:
         b_.Mov(I(a), I(bb));
         b_.Mov(data_[a], data_[bb]);
@@ -2404,7 +2589,7 @@ class CodeGen {
       case Op::ADD_I:
       case Op::SUB_I:
       case Op::MUL_I: {
-        if (unneeded_[pc_]) break;
+        if (unneeded_[pc_] || folded_adds_.count(pc_)) break;
         if (auto hoisted = invariant_values_.find(pc_); hoisted != invariant_values_.end()) {
           if (!OnlyCheckedIndexesRead(pc_)) b_.Mov(I(a), hoisted->second);  // (FindInvariantArithmetic)
           break;
@@ -2413,7 +2598,7 @@ class CodeGen {
           b_.Mov(I(a), I(same_as_[pc_]));
           break;
         }
-        if (ArithmeticRange(in)) {  // cannot overflow: no check
+        if (ArithmeticRange(in) || within_guard_.count(pc_)) {  // cannot overflow: no check
           EmitArithmetic(I(a), in, nullptr);
           break;
         }
@@ -2812,7 +2997,7 @@ class CodeGen {
         break;
       case Op::STOREN_F:
         if (auto folded = folded_.find(pc_); folded != folded_.end()) {
-          b_.StoreElement(fn_.registers[a].elem, F(c), folded->second.first, I(folded->second.second));
+          b_.StoreElement(fn_.registers[a].elem, F(c), folded->second.first, I(folded->second.second), 0);
           break;
         }
         CheckOffset(a, bb);
@@ -2832,19 +3017,19 @@ class CodeGen {
         Int index = IndexRegister(a, bb, true);
         Float value = b_.NewFloat();
         Int data = LoadedData(a);
-        b_.LoadElement(ElemType::kF64, value, data, index);
+        b_.LoadElement(ElemType::kF64, value, data, index, 0);
         b_.FAdd(value, value, F(c));
-        b_.StoreElement(ElemType::kF64, value, data, index);
+        b_.StoreElement(ElemType::kF64, value, data, index, 0);
         break;
       }
       case Op::ADDTO_I64: {
         Int index = IndexRegister(a, bb, true);
         Int value = b_.NewInt(), sum = b_.NewInt();
         Int data = LoadedData(a);
-        b_.LoadElement(ElemType::kI64, value, data, index);
+        b_.LoadElement(ElemType::kI64, value, data, index, 0);
         if (auto k = Immediate(c)) b_.AddCheckedImm(sum, value, *k, Exit());
         else b_.AddChecked(sum, value, I(c), Exit());
-        b_.StoreElement(ElemType::kI64, sum, data, index);
+        b_.StoreElement(ElemType::kI64, sum, data, index, 0);
         break;
       }
 
@@ -2889,35 +3074,26 @@ class CodeGen {
       case Op::CALL_FN: {
         const FunctionCode& callee = *fn_.module->functions[d];
         Label done = b_.NewLabel();
-        if (InlinableCallee(fn_, callee)) {
+        if (InlinableCallee(fn_, callee)) {  // the real call out of line
           Label call = b_.NewLabel();
           EmitInlineCall(d, callee, bb, a, done, call);
-          b_.Bind(call);
-        }
-        // The arguments are the frame's own registers B..B+C-1 and the result
-        // its register A: storing their current values there is what a side
-        // exit would do anyway.
-        Int regs = FromSlot(regs_slot_);
-        for (int i = 0; i < c; ++i) {
-          int reg = bb + i;
-          int32_t slot = static_cast<int32_t>(reg * sizeof(Value));
-          if (KindOf(reg) == Kind::kFloat) b_.StoreFloat(F(reg), regs, slot);
-          else b_.StoreInt(I(reg), regs, slot);
-        }
-        Int caller = b_.NewInt(), index = b_.NewInt(), args = b_.NewInt(), result = b_.NewInt();
-        b_.LoadInt(caller, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, function)));
-        b_.MovImm(index, d);
-        b_.AddImm(args, regs, static_cast<int32_t>(bb * sizeof(Value)));
-        b_.AddImm(result, regs, static_cast<int32_t>(a * sizeof(Value)));
-        Int ok = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, call_typed)), {caller, index, args, result});
-        b_.BranchIntImm(IntCond::kEq, ok, 0, ErrorExit());
-        Int frame = FromSlot(regs_slot_);
-        int32_t slot = static_cast<int32_t>(a * sizeof(Value));
-        if (ppy::KindOf(callee.result) == Kind::kFloat) b_.LoadFloat(F(a), frame, slot);
-        else b_.LoadInt(I(a), frame, slot);
-        LeaveIfViewsMoved();
-        for (auto& [header, loop] : counted_loops_) {  // the call ran Python code
-          if (header <= pc_ && pc_ < loop_end_.at(header)) EmitInlineOk(loop);
+          const int at = pc_;
+          const FunctionCode* called = &callee;
+          const std::map<int, int> deferred = std::exchange(deferred_, {});
+          Cold([=, this] {
+            const int saved = pc_;
+            pc_ = at;
+            b_.Bind(call);
+            for (const auto& [arg, source] : deferred) {  // (DeferArgument)
+              if (KindOf(arg) == Kind::kFloat) b_.Mov(F(arg), F(source));
+              else b_.Mov(I(arg), I(source));
+            }
+            EmitTypedCall(*called, a, bb, c, d);
+            b_.Jump(done);
+            pc_ = saved;
+          });
+        } else {
+          EmitTypedCall(callee, a, bb, c, d);
         }
         b_.Bind(done);
         break;
@@ -2925,7 +3101,8 @@ class CodeGen {
       case Op::RET_I:
         if (inline_) {  // the caller's result register, and on after the call
           b_.Mov(inline_result_int_, I(a));
-          b_.Jump(inline_done_);
+          falls_into_done_ = FallsIntoDone();
+          if (!falls_into_done_) b_.Jump(inline_done_);
           break;
         }
         b_.StoreInt(I(a), FromSlot(result_slot_), 0);
@@ -2934,7 +3111,8 @@ class CodeGen {
       case Op::RET_F:
         if (inline_) {
           b_.Mov(inline_result_float_, F(a));
-          b_.Jump(inline_done_);
+          falls_into_done_ = FallsIntoDone();
+          if (!falls_into_done_) b_.Jump(inline_done_);
           break;
         }
         b_.StoreFloat(F(a), FromSlot(result_slot_), 0);
@@ -2994,7 +3172,13 @@ class CodeGen {
   // Generating a callee's code in place of a call (GenerateInline): every
   // exit is the fallback, the real call; a return writes the caller's result
   // register and jumps to the instruction after the call.
-  bool inline_ = false;
+  std::pair<int, int64_t> sum_offset_ = {-1, 0};          // (pc, constant) SumIndex folded
+  std::set<int> folded_adds_;                           // ADD_I/SUB_I pcs folded into addresses
+  std::map<int, std::pair<int, int64_t>> folded_offsets_;  // access pc -> (index register, constant)
+  std::set<int> within_guard_;    // ADD_I/SUB_I/MUL_I pcs an affine access's guard proved free of overflow
+  std::map<int, int> deferred_;  // argument register -> the source its move waits with (DeferArgument)
+  std::map<uint64_t, Float> float_constants_;  // inlined callees' float constants, by bits (LoadRegisters)
+  bool inline_ = false, falls_into_done_ = false;
   Label inline_fallback_, inline_done_;
   Int inline_result_int_;
   Float inline_result_float_;

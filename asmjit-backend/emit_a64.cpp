@@ -86,6 +86,15 @@ A64Backend::Int A64Backend::Constant(int64_t value) {
   return r;
 }
 
+// data + offset, for an element address with a constant folded in (the
+// register-offset loads and stores take no displacement).
+A64Backend::Int A64Backend::Offset(const Int& data, int32_t offset) {
+  if (offset == 0) return data;
+  Int base = NewInt();
+  AddImm(base, data, offset);
+  return base;
+}
+
 void A64Backend::Mov(const Int& dst, const Int& src) {
   if (dst.id() != src.id()) cc_.mov(dst, src);
 }
@@ -104,7 +113,8 @@ void A64Backend::LoadFloat(const Float& dst, const Int& base, int32_t offset) { 
 void A64Backend::StoreFloat(const Float& src, const Int& base, int32_t offset) { cc_.str(src, a64::ptr(base, offset)); }
 void A64Backend::LoadU8(const Int& dst, const Int& base, int32_t offset) { cc_.ldrb(dst.w(), a64::ptr(base, offset)); }
 
-void A64Backend::LoadElement(ElemType elem, const Int& dst, const Int& data, const Int& index) {
+void A64Backend::LoadElement(ElemType elem, const Int& dst, const Int& data_, const Int& index, int32_t offset) {
+  const Int data = Offset(data_, offset);
   switch (elem) {
     case ElemType::kI64:
     case ElemType::kU64: cc_.ldr(dst, a64::ptr(data, index, arm::lsl(3))); break;
@@ -118,7 +128,8 @@ void A64Backend::LoadElement(ElemType elem, const Int& dst, const Int& data, con
   }
 }
 
-void A64Backend::LoadElement(ElemType elem, const Float& dst, const Int& data, const Int& index) {
+void A64Backend::LoadElement(ElemType elem, const Float& dst, const Int& data_, const Int& index, int32_t offset) {
+  const Int data = Offset(data_, offset);
   if (elem == ElemType::kF32) {
     a64::Vec narrow = cc_.newVecS();
     cc_.ldr(narrow, a64::ptr(data, index, arm::lsl(2)));
@@ -128,7 +139,8 @@ void A64Backend::LoadElement(ElemType elem, const Float& dst, const Int& data, c
   }
 }
 
-void A64Backend::StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index) {
+void A64Backend::StoreElement(ElemType elem, const Int& src, const Int& data_, const Int& index, int32_t offset) {
+  const Int data = Offset(data_, offset);
   switch (elem) {
     case ElemType::kI64:
     case ElemType::kU64: cc_.str(src, a64::ptr(data, index, arm::lsl(3))); break;
@@ -142,11 +154,14 @@ void A64Backend::StoreElement(ElemType elem, const Int& src, const Int& data, co
   }
 }
 
-void A64Backend::StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index) {
-  StoreElement(elem, Constant(value), data, index);  // (no store of an immediate)
+void A64Backend::StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index,
+                                 int32_t offset) {
+  StoreElement(elem, Constant(value), data, index, offset);  // (no store of an immediate)
 }
 
-void A64Backend::StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index) {
+void A64Backend::StoreElement(ElemType elem, const Float& src, const Int& data_, const Int& index,
+                              int32_t offset) {
+  const Int data = Offset(data_, offset);
   if (elem == ElemType::kF32) {
     a64::Vec narrow = cc_.newVecS();
     cc_.fcvt(narrow, src);  // rounds to nearest even, as the interpreter's cast does

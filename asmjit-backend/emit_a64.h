@@ -44,6 +44,7 @@ class A64Backend {
   // compare instruction encodes it.
   void CompareImm(const Int& a, int64_t imm);
   Int Constant(int64_t value);
+  Int Offset(const Int& data, int32_t offset);
   // Calls the helper whose address is at table + offset; Result and Arg are the
   // C types of its result and arguments.
   template <typename Result, typename Arg, typename Reg>

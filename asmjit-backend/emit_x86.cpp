@@ -83,63 +83,65 @@ void X86Backend::LoadU8(const Int& dst, const Int& base, int32_t offset) {
   cc_.movzx(dst.r32(), x86::byte_ptr(base, offset));
 }
 
-void X86Backend::LoadElement(ElemType elem, const Int& dst, const Int& data, const Int& index) {
+void X86Backend::LoadElement(ElemType elem, const Int& dst, const Int& data, const Int& index, int32_t offset) {
   switch (elem) {
     case ElemType::kI64:
-    case ElemType::kU64: cc_.mov(dst, x86::qword_ptr(data, index, 3)); break;
-    case ElemType::kI32: cc_.movsxd(dst, x86::dword_ptr(data, index, 2)); break;
-    case ElemType::kU32: cc_.mov(dst.r32(), x86::dword_ptr(data, index, 2)); break;
-    case ElemType::kI16: cc_.movsx(dst, x86::word_ptr(data, index, 1)); break;
-    case ElemType::kU16: cc_.movzx(dst.r32(), x86::word_ptr(data, index, 1)); break;
-    case ElemType::kI8: cc_.movsx(dst, x86::byte_ptr(data, index, 0)); break;
-    case ElemType::kU8: cc_.movzx(dst.r32(), x86::byte_ptr(data, index, 0)); break;
+    case ElemType::kU64: cc_.mov(dst, x86::qword_ptr(data, index, 3, offset)); break;
+    case ElemType::kI32: cc_.movsxd(dst, x86::dword_ptr(data, index, 2, offset)); break;
+    case ElemType::kU32: cc_.mov(dst.r32(), x86::dword_ptr(data, index, 2, offset)); break;
+    case ElemType::kI16: cc_.movsx(dst, x86::word_ptr(data, index, 1, offset)); break;
+    case ElemType::kU16: cc_.movzx(dst.r32(), x86::word_ptr(data, index, 1, offset)); break;
+    case ElemType::kI8: cc_.movsx(dst, x86::byte_ptr(data, index, 0, offset)); break;
+    case ElemType::kU8: cc_.movzx(dst.r32(), x86::byte_ptr(data, index, 0, offset)); break;
     default: break;
   }
 }
 
-void X86Backend::LoadElement(ElemType elem, const Float& dst, const Int& data, const Int& index) {
+void X86Backend::LoadElement(ElemType elem, const Float& dst, const Int& data, const Int& index, int32_t offset) {
   if (elem == ElemType::kF32) {
-    cc_.cvtss2sd(dst, x86::dword_ptr(data, index, 2));
+    cc_.cvtss2sd(dst, x86::dword_ptr(data, index, 2, offset));
   } else {
-    cc_.movsd(dst, x86::qword_ptr(data, index, 3));
+    cc_.movsd(dst, x86::qword_ptr(data, index, 3, offset));
   }
 }
 
-void X86Backend::StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index) {
+void X86Backend::StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index, int32_t offset) {
   switch (elem) {
     case ElemType::kI64:
-    case ElemType::kU64: cc_.mov(x86::qword_ptr(data, index, 3), src); break;
+    case ElemType::kU64: cc_.mov(x86::qword_ptr(data, index, 3, offset), src); break;
     case ElemType::kI32:
-    case ElemType::kU32: cc_.mov(x86::dword_ptr(data, index, 2), src.r32()); break;
+    case ElemType::kU32: cc_.mov(x86::dword_ptr(data, index, 2, offset), src.r32()); break;
     case ElemType::kI16:
-    case ElemType::kU16: cc_.mov(x86::word_ptr(data, index, 1), src.r16()); break;
+    case ElemType::kU16: cc_.mov(x86::word_ptr(data, index, 1, offset), src.r16()); break;
     case ElemType::kI8:
-    case ElemType::kU8: cc_.mov(x86::byte_ptr(data, index, 0), src.r8()); break;
+    case ElemType::kU8: cc_.mov(x86::byte_ptr(data, index, 0, offset), src.r8()); break;
     default: break;
   }
 }
 
-void X86Backend::StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index) {
+void X86Backend::StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index,
+                                 int32_t offset) {
   switch (elem) {
     case ElemType::kI64:
-    case ElemType::kU64: cc_.mov(x86::qword_ptr(data, index, 3), value); break;  // (sign-extended)
+    case ElemType::kU64: cc_.mov(x86::qword_ptr(data, index, 3, offset), value); break;  // (sign-extended)
     case ElemType::kI32:
-    case ElemType::kU32: cc_.mov(x86::dword_ptr(data, index, 2), value); break;
+    case ElemType::kU32: cc_.mov(x86::dword_ptr(data, index, 2, offset), value); break;
     case ElemType::kI16:
-    case ElemType::kU16: cc_.mov(x86::word_ptr(data, index, 1), value & 0xffff); break;
+    case ElemType::kU16: cc_.mov(x86::word_ptr(data, index, 1, offset), value & 0xffff); break;
     case ElemType::kI8:
-    case ElemType::kU8: cc_.mov(x86::byte_ptr(data, index, 0), value & 0xff); break;
+    case ElemType::kU8: cc_.mov(x86::byte_ptr(data, index, 0, offset), value & 0xff); break;
     default: break;
   }
 }
 
-void X86Backend::StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index) {
+void X86Backend::StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index,
+                              int32_t offset) {
   if (elem == ElemType::kF32) {
     Float narrow = NewFloat();
     cc_.cvtsd2ss(narrow, src);
-    cc_.movss(x86::dword_ptr(data, index, 2), narrow);
+    cc_.movss(x86::dword_ptr(data, index, 2, offset), narrow);
   } else {
-    cc_.movsd(x86::qword_ptr(data, index, 3), src);
+    cc_.movsd(x86::qword_ptr(data, index, 3, offset), src);
   }
 }
 
