@@ -172,11 +172,102 @@ class CodeGen {
         }
       }
     }
+    FindLengthBoundedLoads();
     FindFoldedChains();
     FindUnneededBaseDefinitions();
     FindCommonSubexpressions();
     FindFoldedOffsets();
     FindLoopDepths();
+  }
+
+  // Loads a while loop's test proves inside the buffer: `while i < n: c =
+  // text[i]` with n = len(text). The load buf[x] needs no check when
+  //   - x is never negative: every write of x in the function gives a value
+  //     >= 0 from values >= 0 (a constant, a length, a sum or product that
+  //     would have left on overflow, an unsigned element), and nothing reads
+  //     x before some write (NonnegativeRegisters);
+  //   - on the straight path back from the load (no jump lands in between)
+  //     there is JLE_I m, x not taken, so x < m, with no write of x after
+  //     it; and m is len(buf), the only write of m, of a buffer register the
+  //     function never writes. (A call that resized the buffer leaves the
+  //     machine code: LeaveIfViewsMoved.)
+  void FindLengthBoundedLoads() {
+    const int n = static_cast<int>(fn_.code.size());
+    std::vector<int> writes_of(fn_.num_registers(), 0);
+    for (const Instr& in : fn_.code) {
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      for (int reg = 0; reg < fn_.num_registers(); ++reg) writes_of[reg] += writes[reg];
+    }
+    const std::vector<bool> nonnegative = NonnegativeRegisters();
+    auto length_of = [&](int m, int buffer) {  // m is len(buffer), always
+      if (writes_of[m] != 1 || writes_of[buffer] != 0 || m < fn_.num_params() || live_in_[0][m]) return false;
+      for (const Instr& in : fn_.code) {
+        if (in.op == Op::LEN_U && in.a == m) return in.b == buffer;
+      }
+      return false;
+    };
+    for (int pc = 0; pc < n; ++pc) {
+      const Instr& in = fn_.code[pc];
+      int buffer, base, index;
+      bool store;
+      if (!checked_[pc] || !FlatAccessOf(in, &buffer, &base, &index, &store) || store || base >= 0) continue;
+      if (!nonnegative[index]) continue;
+      for (int at = pc - 1; at >= 0 && !targets_[at + 1]; --at) {
+        const Instr& earlier = fn_.code[at];
+        if (earlier.op == Op::JLE_I && earlier.b == index && length_of(earlier.a, buffer)) {
+          checked_[pc] = false;
+          length_bounded_.insert(pc);
+          break;
+        }
+        RegisterSet reads, writes;
+        RegistersOf(fn_, earlier, &reads, &writes);
+        if (writes[index] || (InfoOf(earlier.op).flags & kFlagEnd) || earlier.op == Op::JMP || earlier.op == Op::LOOP) {
+          break;
+        }
+      }
+    }
+  }
+
+  // The int registers that never hold a negative value (see
+  // FindLengthBoundedLoads): a greatest fixpoint, starting from every int
+  // register that is not a parameter and is written before it is read.
+  std::vector<bool> NonnegativeRegisters() const {
+    const int count = fn_.num_registers();
+    std::vector<bool> nonnegative(count, false);
+    for (int reg = fn_.num_params(); reg < count; ++reg) {
+      if (KindOf(reg) != Kind::kInt) continue;
+      nonnegative[reg] = fn_.IsConstantRegister(reg) ? ConstantInRange(reg, 0, INT64_MAX) : !live_in_[0][reg];
+    }
+    auto nonneg = [&](int reg) { return nonnegative[reg]; };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Instr& in : fn_.code) {
+        RegisterSet reads, writes;
+        RegistersOf(fn_, in, &reads, &writes);
+        for (int reg = 0; reg < count; ++reg) {
+          if (!writes[reg] || !nonnegative[reg]) continue;
+          bool keeps = false;
+          switch (in.op) {
+            case Op::MOVE_I: keeps = nonneg(in.b); break;
+            case Op::ADD_I: case Op::MUL_I: keeps = nonneg(in.b) && nonneg(in.c); break;  // (overflow raises)
+            case Op::FORLOOP_INC: keeps = reg == in.a && nonneg(in.a); break;
+            case Op::LEN_U: keeps = true; break;
+            case Op::LOAD_I: {
+              auto range = ElementRange(fn_.registers[in.b].elem);
+              keeps = range && range->low >= 0;
+              break;
+            }
+            default: break;
+          }
+          if (!keeps) {
+            nonnegative[reg] = false;
+            changed = true;
+          }
+        }
+      }
+    }
+    return nonnegative;
   }
 
   // Constants folded into addresses: ADD_I x, y, k or SUB_I x, y, k (k a
@@ -211,7 +302,8 @@ class CodeGen {
           int buffer, base, index;
           bool store;
           if (!FlatAccessOf(use, &buffer, &base, &index, &store) || base >= 0 || index != in.a || checked_[at] ||
-              hoisted.count(at) || access_loop_.count(at) || folded_pcs_.count(at) || (store && use.c == in.a)) {
+              hoisted.count(at) || access_loop_.count(at) || folded_pcs_.count(at) || length_bounded_.count(at) ||
+              (store && use.c == in.a)) {
             break;
           }
           uses.push_back(at);
@@ -3173,6 +3265,7 @@ class CodeGen {
   // exit is the fallback, the real call; a return writes the caller's result
   // register and jumps to the instruction after the call.
   std::pair<int, int64_t> sum_offset_ = {-1, 0};          // (pc, constant) SumIndex folded
+  std::set<int> length_bounded_;                        // load pcs a while loop's test proved (FindLengthBoundedLoads)
   std::set<int> folded_adds_;                           // ADD_I/SUB_I pcs folded into addresses
   std::map<int, std::pair<int, int64_t>> folded_offsets_;  // access pc -> (index register, constant)
   std::set<int> within_guard_;    // ADD_I/SUB_I/MUL_I pcs an affine access's guard proved free of overflow
