@@ -759,13 +759,17 @@ class CodeGen {
       // with overflow checks, and the index there within the buffer: every
       // iteration's product lies between, and so does its index when the
       // access adds nothing more (no LOADX second register).
-      if (access.scale >= 0) {
-        const int product = sum.op == Op::MUL_I ? def : last_write(sum.b == loop.counter ? sum.c : sum.b, def);
-        for (int at : {product, sum.op == Op::MUL_I ? -1 : last_write(sum.c, def)}) {
+      if (sum.op == Op::MUL_I) {
+        within_guard_.insert(def);
+        continue;
+      }
+      if (access.scale >= 0) {  // the product among the sum's operands
+        for (int operand : {sum.b, sum.c}) {
+          const int at = last_write(operand, def);
           if (at >= 0 && scale_of(at) >= 0) within_guard_.insert(at);
         }
       }
-      if (extra < 0 && sum.op != Op::MUL_I) within_guard_.insert(def);
+      if (extra < 0) within_guard_.insert(def);
     }
   }
 
