@@ -189,8 +189,12 @@ class CodeGen {
   //   - on the straight path back from the load (no jump lands in between)
   //     there is JLE_I m, x not taken, so x < m, with no write of x after
   //     it; and m is len(buf), the only write of m, of a buffer register the
-  //     function never writes. (A call that resized the buffer leaves the
-  //     machine code: LeaveIfViewsMoved.)
+  //     function never writes.
+  // Only a torch tensor can change length during a call, when Python code
+  // resizes it. A typed call after which it did leaves the machine code
+  // (LeaveIfViewsMoved), and the interpreter follows the tensor; every entry
+  // into the machine code then checks m <= len(buf) again (Dispatch), since m
+  // may hold the old length. An m not yet written is 0, which passes.
   void FindLengthBoundedLoads() {
     const int n = static_cast<int>(fn_.code.size());
     std::vector<int> writes_of(fn_.num_registers(), 0);
@@ -218,6 +222,7 @@ class CodeGen {
         if (earlier.op == Op::JLE_I && earlier.b == index && length_of(earlier.a, buffer)) {
           checked_[pc] = false;
           length_bounded_.insert(pc);
+          length_bounds_.insert({earlier.a, buffer});
           break;
         }
         RegisterSet reads, writes;
@@ -1779,6 +1784,16 @@ class CodeGen {
   }
 
   void Dispatch() {
+    // A length a while loop's test relies on may be stale (a tensor that
+    // shrank while the interpreter ran): no entry then (FindLengthBoundedLoads).
+    if (!length_bounds_.empty()) {
+      Label fits = b_.NewLabel(), stale = b_.NewLabel();
+      for (const auto& [bound, buffer] : length_bounds_) b_.BranchInt(IntCond::kGt, I(bound), length_[buffer], stale);
+      b_.Jump(fits);
+      b_.Bind(stale);
+      b_.Return(entry_pc_);
+      b_.Bind(fits);
+    }
     std::vector<int32_t> entries = {0};
     std::vector<int32_t> loops = LoopEntries(fn_);
     entries.insert(entries.end(), loops.begin(), loops.end());
@@ -3270,6 +3285,7 @@ class CodeGen {
   // register and jumps to the instruction after the call.
   std::pair<int, int64_t> sum_offset_ = {-1, 0};          // (pc, constant) SumIndex folded
   std::set<int> length_bounded_;                        // load pcs a while loop's test proved (FindLengthBoundedLoads)
+  std::set<std::pair<int, int>> length_bounds_;         // (m, buffer) those tests rely on: m <= len(buffer)
   std::set<int> folded_adds_;                           // ADD_I/SUB_I pcs folded into addresses
   std::map<int, std::pair<int, int64_t>> folded_offsets_;  // access pc -> (index register, constant)
   std::set<int> within_guard_;    // ADD_I/SUB_I/MUL_I pcs an affine access's guard proved free of overflow

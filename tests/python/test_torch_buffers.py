@@ -156,3 +156,66 @@ def test_a_tensor_changed_during_a_call_is_followed_or_refused(runner, tmp_path)
                 assert " BufferError " in actual, (expected, actual)
             else:
                 assert actual == expected, (jit, expected, actual)
+
+
+SHRINKING = textwrap.dedent("""
+    from ppy import Buffer
+
+    HOOKS = []
+
+    def hook(i: int) -> int:
+        for h in HOOKS:
+            h()
+        return i
+
+    def bump(i: int) -> int:
+        if i == 2:
+            hook(i)
+        return i
+
+    def scan(xs: Buffer[float], k: int) -> float:
+        # `while i < n` with n = len(xs) proves xs[i] in machine code. The
+        # hook shrinks the tensor inside a typed call: machine code leaves,
+        # and when the interpreter enters it again at the loop, n still holds
+        # the old length, which must prove nothing.
+        n = len(xs)
+        i = 0
+        s = 0.0
+        while i < n:
+            if i >= k:
+                s += xs[i]
+            if i < 3:
+                bump(i)
+            i += 1
+        return s
+""")
+
+SHRINKING_MAIN = textwrap.dedent("""
+    import ppy, torch, shrinking
+    for how in ("set_", "resize_"):
+        t = torch.ones(100000, dtype=torch.float64)
+        if how == "set_":
+            shrinking.HOOKS[:] = [lambda: t.set_(torch.full((3,), 2.0, dtype=torch.float64))]
+        else:
+            shrinking.HOOKS[:] = [lambda: t.resize_(3)]
+        try:
+            print(how, shrinking.scan(t, 50000))
+        except IndexError as error:
+            print(how, "IndexError", error)
+""")
+
+
+def test_a_length_a_loop_relies_on_is_checked_again_when_machine_code_is_entered(runner, tmp_path):
+    """A `while i < len(xs)` loop's loads go unchecked in machine code; a
+    tensor shrunk by a callback makes every later entry into that code check
+    the length the loop holds against the tensor's (a stale one read far past
+    the new memory before)."""
+    (tmp_path / "shrinking.ppy").write_text(SHRINKING)
+    (tmp_path / "main.py").write_text(SHRINKING_MAIN)
+    python = runner.python("main.py", cwd=tmp_path, PPY_IMPORT="python")
+    assert python.returncode == 0, python.stderr
+    assert python.stdout.count("IndexError") == 2, python.stdout
+    for jit in ("0", "eager"):
+        result = runner.python("main.py", cwd=tmp_path, PPY_JIT=jit)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == python.stdout, (jit, result.stdout)
