@@ -2156,11 +2156,17 @@ class CodeGen {
       if (auto folded = folded_offsets_.find(pc_); folded != folded_offsets_.end()) return I(folded->second.first);
       return index;
     }
+    auto [bound, length] = IndexBounds(buffer, store);
+    return Normalized(index, bound, length, ExitAt(exit_pc < 0 ? pc_ : exit_pc), in_place);
+  }
+
+  // What an index into `buffer` at this pc is checked against: the bound (the
+  // store length for a store) and the length a negative index is moved up by;
+  // a loop's own copies where its guard made them (LocalLoop).
+  std::pair<Int, Int> IndexBounds(int buffer, bool store) const {
     Int length = length_[buffer], store_length = stored_[buffer] ? store_length_[buffer] : Int();
-    if (const CountedLoop* loop = LocalLoop(pc_)) {
-      std::tie(length, store_length) = loop->lengths.at(buffer);
-    }
-    return Normalized(index, store ? store_length : length, length, ExitAt(exit_pc < 0 ? pc_ : exit_pc), in_place);
+    if (const CountedLoop* loop = LocalLoop(pc_)) std::tie(length, store_length) = loop->lengths.at(buffer);
+    return {store ? store_length : length, length};
   }
 
   // `index` checked against [0, bound) after Python's rule for negatives
@@ -2274,26 +2280,20 @@ class CodeGen {
       emit(IndexRegister(buffer, reg, store));
       return;
     }
-    Int length = length_[buffer], store_length = stored_[buffer] ? store_length_[buffer] : Int();
-    if (const CountedLoop* loop = LocalLoop(pc_)) std::tie(length, store_length) = loop->lengths.at(buffer);
-    const Int bound = store ? store_length : length;
+    const auto [bound, length] = IndexBounds(buffer, store);
     const Int index = I(reg);
     const Label exit = ExitAt(ConvertsForIndex(pc_ - 1) ? pc_ - 1 : pc_);
     const Label outside = b_.NewLabel(), done = b_.NewLabel();
     b_.BranchInt(IntCond::kUge, index, bound, outside);
     emit(index);
     b_.Bind(done);
-    const int at = pc_;
-    Cold([=, this] {
+    ColdAtThisPc([=, this] {
       b_.Bind(outside);
       b_.BranchIntImm(IntCond::kGe, index, 0, exit);
       Int moved = b_.NewInt();
       b_.Add(moved, index, length);
       b_.BranchInt(IntCond::kUge, moved, bound, exit);
-      const int saved = pc_;
-      pc_ = at;
       emit(moved);
-      pc_ = saved;
       b_.Jump(done);
     });
   }
@@ -2405,6 +2405,17 @@ class CodeGen {
   // path runs straight through, without taken branches.
   void Cold(std::function<void()> emit) { cold_.push_back(std::move(emit)); }
 
+  // An out-of-line piece that emits as if at the current pc (its exits, the
+  // loop whose copies of views it uses): an access or a call made again there.
+  void ColdAtThisPc(std::function<void()> emit) {
+    Cold([this, at = pc_, emit = std::move(emit)] {
+      const int saved = pc_;
+      pc_ = at;
+      emit();
+      pc_ = saved;
+    });
+  }
+
   // The index of buf[R[base] + R[offset]] (LOADX, STOREX), checked unless a
   // loop's guard proved it; a known operand is added as an immediate.
   Int SumIndex(int buffer, int base, int offset, bool store = false) {
@@ -2482,18 +2493,10 @@ class CodeGen {
   // `value_reg`: the register of `value`; a constant one that fits the
   // element needs no range check.
   void StoreIntElement(int buffer, const Int& index, int value_reg, const Int* based = nullptr) {
-    ElemType elem = fn_.registers[buffer].elem;
-    int64_t low = 0, high = 0;
-    switch (elem) {
-      case ElemType::kI32: low = INT32_MIN; high = INT32_MAX; break;
-      case ElemType::kU32: low = 0; high = UINT32_MAX; break;
-      case ElemType::kI16: low = INT16_MIN; high = INT16_MAX; break;
-      case ElemType::kU16: low = 0; high = UINT16_MAX; break;
-      case ElemType::kI8: low = INT8_MIN; high = INT8_MAX; break;
-      case ElemType::kU8: low = 0; high = UINT8_MAX; break;
-      case ElemType::kU64: low = 0; high = INT64_MAX; break;
-      default: low = INT64_MIN; high = INT64_MAX; break;
-    }
+    const ElemType elem = fn_.registers[buffer].elem;
+    const std::optional<Range> range = ElementRange(elem);  // (a u64 takes the ints >= 0)
+    const int64_t low = range ? range->low : elem == ElemType::kU64 ? 0 : INT64_MIN;
+    const int64_t high = range ? range->high : INT64_MAX;
     if (auto k = Immediate(value_reg); k && *k >= low && *k <= high) {  // (fits: no check)
       b_.StoreElementImm(elem, *k, based ? *based : Data(buffer), index, ElementOffset(buffer));
       return;
@@ -3188,12 +3191,9 @@ class CodeGen {
         if (InlinableCallee(fn_, callee)) {  // the real call out of line
           Label call = b_.NewLabel();
           EmitInlineCall(d, callee, bb, a, done, call);
-          const int at = pc_;
           const FunctionCode* called = &callee;
           const std::map<int, int> deferred = std::exchange(deferred_, {});
-          Cold([=, this] {
-            const int saved = pc_;
-            pc_ = at;
+          ColdAtThisPc([=, this] {
             b_.Bind(call);
             for (const auto& [arg, source] : deferred) {  // (DeferArgument)
               if (KindOf(arg) == Kind::kFloat) b_.Mov(F(arg), F(source));
@@ -3201,7 +3201,6 @@ class CodeGen {
             }
             EmitTypedCall(*called, a, bb, c, d);
             b_.Jump(done);
-            pc_ = saved;
           });
         } else {
           EmitTypedCall(callee, a, bb, c, d);
