@@ -114,6 +114,10 @@ class CodeGen {
       if (targets_[pc_]) b_.Bind(labels_[pc_]);
       auto loop = counted_loops_.find(pc_);
       depth_marks_[b_.compiler().cursor()] = depth_[pc_];
+      if (auto unrolled = unrolled_.find(pc_); unrolled != unrolled_.end()) {
+        EmitUnrolled(loop->second, unrolled->second);
+        continue;
+      }
       if (loop != counted_loops_.end()) EmitGuards(loop->second);
       Instruction(fn_.code[pc_]);
     }
@@ -897,11 +901,45 @@ class CodeGen {
                     !loop.invariant_arithmetic.empty() || !loop.invariant_accesses.empty() ||
                     !loop.local_buffers.empty() ||
                     !loop.inline_callees.empty();
+      if (const int trips = UnrolledTrips(loop, end); trips > 0) {
+        unrolled_[loop.header] = trips;
+        guards = true;
+      }
       if (guards) {
         counted_loops_[loop.header] = loop;
         loop_end_[loop.header] = end;
       }
     }
+  }
+
+  // Short loops of a known trip count run unrolled: `for i in range(16)`
+  // (or range(cols) in a specialization for cols = 16) with a body of
+  // straight-line code that machine code covers. The body is emitted once per
+  // iteration, with the counter stepped by one in between and no back edge:
+  // no compare, no branch, no chunk of ticks (the loop is short; the loop
+  // around it counts them). The counter stays in its register, so every exit
+  // in every copy stores the value the interpreter expects; the loop ends
+  // with the counter at its last value, as the interpreter's does. Returns
+  // the trip count, or 0 to keep the loop.
+  //
+  // Machine code is never entered at such a loop's head (Dispatch): an
+  // interpreter that left in the middle finishes the loop itself, and enters
+  // again at the next back edge of the loop around it.
+  int UnrolledTrips(const CountedLoop& loop, int end) const {
+    constexpr int64_t kMaxTrips = 16;
+    constexpr int64_t kMaxInstructions = 160;  // the body's, times the trips
+    if (loop.down || !StartsAtNonnegativeConstant(loop.header, loop.counter)) return 0;
+    const int64_t start = ConstantValueOf(fn_.code[loop.header - 2].b);
+    if (start > INT64_MAX - kMaxTrips || !ConstantInRange(loop.limit, start + 1, start + kMaxTrips)) return 0;
+    const int64_t trips = ConstantValueOf(loop.limit) - start;
+    if (trips * (end - loop.header) > kMaxInstructions || targets_[end]) return 0;
+    for (int pc = loop.header; pc < end; ++pc) {
+      const Instr& in = fn_.code[pc];
+      if ((pc > loop.header && targets_[pc]) || (InfoOf(in.op).flags & (kFlagJump | kFlagEnd)) || !Covers(fn_, in)) {
+        return 0;
+      }
+    }
+    return static_cast<int>(trips);
   }
 
   // Loop-invariant code motion for int arithmetic: an ADD_I, SUB_I or MUL_I
@@ -1419,9 +1457,27 @@ class CodeGen {
       if (!converted_[reg].isValid()) converted_[reg] = b_.NewFloat();
       b_.IntToFloat(converted_[reg], I(reg));
     }
-    if (!loop.left.isValid()) loop.left = b_.NewInt();
-    ChunkStart(loop);
+    if (!unrolled_.count(loop.header)) {
+      if (!loop.left.isValid()) loop.left = b_.NewInt();
+      ChunkStart(loop);
+    }
     EmitInlineOk(loop);
+  }
+
+  // An unrolled loop (UnrolledTrips) at pc_, its head: the guard, then the
+  // body once per iteration; pc_ ends at the closing FORLOOP_INC, which
+  // emits nothing.
+  void EmitUnrolled(CountedLoop& loop, int trips) {
+    const int end = loop_end_.at(loop.header);
+    EmitGuardChecks(loop);
+    for (int trip = 0; trip < trips; ++trip) {
+      if (trip > 0) b_.AddImm(I(loop.counter), I(loop.counter), 1);
+      for (pc_ = loop.header; pc_ < end; ++pc_) {
+        depth_marks_[b_.compiler().cursor()] = depth_[pc_];
+        Instruction(fn_.code[pc_]);
+      }
+    }
+    pc_ = end;
   }
 
   // The loop's own copy of a buffer's data pointer (CountedLoop::data): a
@@ -1801,6 +1857,7 @@ class CodeGen {
     // it runs their guards first (exiting where it entered if one fails).
     std::vector<std::pair<int32_t, Label>> nested;
     for (int32_t pc : entries) {
+      if (unrolled_.count(pc)) continue;  // (no loop there: see UnrolledTrips)
       bool inside_guarded = false;
       for (const auto& [header, end] : loop_end_) inside_guarded |= header < pc && pc <= end;
       if (!inside_guarded) {
@@ -3254,6 +3311,7 @@ class CodeGen {
   std::map<int, CountedLoop> counted_loops_;  // by header
   std::vector<RangedLoop> ranged_loops_;
   std::map<int, Label> bodies_;              // by header: past the guard
+  std::map<int, int> unrolled_;              // by header: the trip count of a loop run unrolled
   std::vector<bool> checked_;                // per pc: whether its bounds are checked where it runs
   std::vector<bool> nonzero_checked_;        // per pc: whether its divisor is checked where it runs
   std::map<int, Float> converted_;           // ints a loop guard converted to doubles

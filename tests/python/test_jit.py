@@ -351,6 +351,10 @@ def test_dis_shows_a_specialization_and_its_guard(runner, tmp_path):
     # in the specialized one.
     int_division = re.compile(r"\b(idiv|sdiv)\b")
     assert int_division.search(general.stdout) and not int_division.search(special.stdout)
+    # range(cols) with cols = 16 runs unrolled: the body's one multiply
+    # appears once per iteration, and no back edge counts the iterations.
+    multiply = re.compile(r"\b(v?mulsd|fmul)\b")
+    assert len(multiply.findall(general.stdout)) < 4 <= 16 <= len(multiply.findall(special.stdout)), special.stdout
     bad = runner.ppy("dis", "--jit", "--value", "out=3", tmp_path / "kernel.ppy", "interactions")
     assert bad.returncode == 2 and "no int parameter out that it never assigns" in bad.stderr
     bad = runner.ppy("dis", "--value", "cols=16", tmp_path / "kernel.ppy", "interactions")
