@@ -111,7 +111,11 @@ class CodeGen {
     Dispatch();
     for (pc_ = 0; pc_ < n; ++pc_) {
       if (fn_.IsLoopHeader(pc_) && !counted_loops_.count(pc_)) b_.AlignLoop();
-      if (targets_[pc_]) b_.Bind(labels_[pc_]);
+      if (targets_[pc_]) {
+        b_.Bind(labels_[pc_]);
+        ranges_.clear();  // (what the block before knew: not on every path here)
+        nonzero_floats_.clear();
+      }
       auto loop = counted_loops_.find(pc_);
       depth_marks_[b_.compiler().cursor()] = depth_[pc_];
       if (auto unrolled = unrolled_.find(pc_); unrolled != unrolled_.end()) {
@@ -330,11 +334,13 @@ class CodeGen {
   }
 
   // The byte offset folded into the current access's address (FindFoldedOffsets).
-  // (Or by SumIndex, for LOADX/STOREX with a known second register.)
+  // (Or by SumIndex, for LOADX/STOREX with a known second register; plus
+  // the trip of an unrolled copy, for an access by its counter.)
   int32_t ElementOffset(int buffer) const {
     int64_t k = 0;
     if (auto folded = folded_offsets_.find(pc_); folded != folded_offsets_.end()) k = folded->second.second;
     else if (sum_offset_.first == pc_) k = sum_offset_.second;
+    if (copy_offset_.first == pc_) k += copy_offset_.second;
     return static_cast<int32_t>(k * InfoOf(fn_.registers[buffer].elem).size);
   }
 
@@ -633,6 +639,16 @@ class CodeGen {
     };
     std::vector<Term> terms;
   };
+  // An unrolled loop's copy being emitted (EmitUnrolled): the counter's
+  // value there, and the trip, by which it is past the value its register
+  // holds. Exits are per copy.
+  struct UnrolledCopy {
+    int counter = -1;
+    int64_t value = 0;
+    int64_t trip = 0;
+    auto operator<=>(const UnrolledCopy&) const = default;
+  };
+
   struct CountedLoop {
     int header = 0;
     int counter = 0;
@@ -1466,18 +1482,67 @@ class CodeGen {
 
   // An unrolled loop (UnrolledTrips) at pc_, its head: the guard, then the
   // body once per iteration; pc_ ends at the closing FORLOOP_INC, which
-  // emits nothing.
+  // emits only the counter's last value.
+  //
+  // The loop is entered only from the straight path before it, where the
+  // counter was set to the start: in the copy for trip t the counter is the
+  // known value start + t (UnrolledCopy), an immediate to the instructions
+  // that read it, while its register keeps the start. An access by the
+  // counter takes that register with t elements added to its address
+  // (UncheckedIndex); an exit stores start + t (each copy has exits of its
+  // own); arithmetic of known values folds (KnownResult).
   void EmitUnrolled(CountedLoop& loop, int trips) {
     const int end = loop_end_.at(loop.header);
+    const int64_t start = ConstantValueOf(fn_.code[loop.header - 2].b);
     EmitGuardChecks(loop);
+    unrolled_loop_ = &loop;
     for (int trip = 0; trip < trips; ++trip) {
-      if (trip > 0) b_.AddImm(I(loop.counter), I(loop.counter), 1);
+      EnterCopy({loop.counter, start + trip, trip});
       for (pc_ = loop.header; pc_ < end; ++pc_) {
         depth_marks_[b_.compiler().cursor()] = depth_[pc_];
         Instruction(fn_.code[pc_]);
       }
     }
+    EnterCopy({});
+    unrolled_loop_ = nullptr;
+    copy_offset_ = {-1, 0};
     pc_ = end;
+    if (trips > 1) b_.MovImm(I(loop.counter), start + trips - 1);
+  }
+
+  // Makes `copy` the unrolled copy being emitted (none: counter -1), its
+  // counter's value known (see I()).
+  void EnterCopy(const UnrolledCopy& copy) {
+    if (copy_.counter >= 0) immediate_[copy_.counter].reset();
+    copy_ = copy;
+    if (copy_.counter >= 0) immediate_[copy_.counter] = copy_.value;
+  }
+
+  // Whether buf[R[base] + k] in an unrolled copy is one the loop's guard
+  // checked: an access buf[R[base] + counter] of the loop, with a base the
+  // loop never writes, covers every k among the counter's values (`out[t +
+  // (i + 1) % 16]` beside `out[t + i]`); a store needs a covering store,
+  // which proved the buffer writable.
+  bool CoveredInCopy(int buffer, int base, int64_t k, bool store) const {
+    if (unrolled_loop_ == nullptr) return false;
+    const int64_t start = copy_.value - copy_.trip;
+    if (k < start || k >= start + unrolled_.at(unrolled_loop_->header)) return false;
+    for (const Access& access : unrolled_loop_->accesses) {
+      if (access.buffer == buffer && access.base == base && access.base_def < 0 && (access.store || !store)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The index register of an access the code does not check, by R[reg]: in
+  // an unrolled copy the counter's own register, which holds the loop's
+  // start, with the trip added to the address (ElementOffset); any other
+  // register as it is.
+  Int UncheckedIndex(int reg) {
+    if (reg != copy_.counter) return I(reg);
+    copy_offset_ = {pc_, copy_.trip};
+    return ints_[reg];
   }
 
   // The loop's own copy of a buffer's data pointer (CountedLoop::data): a
@@ -1610,6 +1675,33 @@ class CodeGen {
     return std::nullopt;
   }
 
+  // What ADD_I, SUB_I, MUL_I, FLOORDIV_I or MOD_I computes when both
+  // operands hold known values here (an unrolled copy's counter, arithmetic
+  // of it, a specialization's parameters), if that raises nothing: Python's
+  // result, within 64 bits, for the code to move as a constant.
+  std::optional<int64_t> KnownResult(const Instr& in) const {
+    const auto x = RangeOf(in.b), y = RangeOf(in.c);
+    if (!x || !y || x->low != x->high || y->low != y->high) return std::nullopt;
+    const int64_t u = x->low, v = y->low;
+    int64_t result;
+    switch (in.op) {
+      case Op::ADD_I: if (__builtin_add_overflow(u, v, &result)) return std::nullopt; return result;
+      case Op::SUB_I: if (__builtin_sub_overflow(u, v, &result)) return std::nullopt; return result;
+      case Op::MUL_I: if (__builtin_mul_overflow(u, v, &result)) return std::nullopt; return result;
+      case Op::FLOORDIV_I:
+      case Op::MOD_I: {
+        if (v == 0 || (u == INT64_MIN && v == -1)) return std::nullopt;
+        int64_t quotient = u / v, remainder = u % v;
+        if (remainder != 0 && (remainder < 0) != (v < 0)) {  // C truncates; Python floors
+          quotient -= 1;
+          remainder += v;
+        }
+        return in.op == Op::FLOORDIV_I ? quotient : remainder;
+      }
+      default: return std::nullopt;
+    }
+  }
+
   // The range of ADD_I, SUB_I or MUL_I's result, if both operands have one
   // and every value in it fits 64 bits.
   std::optional<Range> ArithmeticRange(const Instr& in) const {
@@ -1660,6 +1752,7 @@ class CodeGen {
         break;
       default: break;
     }
+    if (auto known = KnownResult(in)) result = Range{*known, *known};  // (a constant the code moved)
     for (int reg = 0; reg < fn_.num_registers(); ++reg) {
       if (!writes[reg]) continue;
       ranges_.erase(reg);
@@ -2051,11 +2144,18 @@ class CodeGen {
     return value;
   }
 
-  // The value of an int register the code knows (see I()), if it fits the
-  // 32-bit immediate of an add or a compare.
+  // The value of an int register the code knows here (see I(); or one this
+  // block computed from known values, KnownResult), if it fits the 32-bit
+  // immediate of an add or a compare.
   std::optional<int32_t> Immediate(int reg) const {
-    if (!immediate_[reg] || *immediate_[reg] < INT32_MIN || *immediate_[reg] > INT32_MAX) return std::nullopt;
-    return static_cast<int32_t>(*immediate_[reg]);
+    std::optional<int64_t> value = immediate_[reg];
+    if (!value) {
+      if (auto range = ranges_.find(reg); range != ranges_.end() && range->second.low == range->second.high) {
+        value = range->second.low;
+      }
+    }
+    if (!value || *value < INT32_MIN || *value > INT32_MAX) return std::nullopt;
+    return static_cast<int32_t>(*value);
   }
   const Float& F(int reg) const { return floats_[reg]; }
 
@@ -2064,31 +2164,36 @@ class CodeGen {
 
   Label ExitAt(int pc) {
     if (inline_) return inline_fallback_;
-    auto it = exits_.find(pc);
+    auto it = exits_.find({pc, copy_});
     if (it != exits_.end()) return it->second;
     Label label = b_.NewLabel();
-    exits_[pc] = label;
+    exits_[{pc, copy_}] = label;
     return label;
   }
 
   // The exit for an exception already set (a signal, a failed call) at this pc.
   Label ErrorExit() {
     if (inline_) return inline_fallback_;
-    auto it = error_exits_.find(pc_);
+    auto it = error_exits_.find({pc_, copy_});
     if (it != error_exits_.end()) return it->second;
     Label label = b_.NewLabel();
-    error_exits_[pc_] = label;
+    error_exits_[{pc_, copy_}] = label;
     return label;
   }
 
+  // (An exit in an unrolled copy stores that copy's counter: see EnterCopy.)
   void EmitExits() {
     for (const auto& emit : cold_) emit();
-    for (const auto& [pc, label] : exits_) {
+    for (const auto& [key, label] : exits_) {
+      const auto& [pc, copy] = key;
+      EnterCopy(copy);
       b_.Bind(label);
       StoreLiveRegisters(pc);
       b_.ReturnImm(pc);
     }
-    for (const auto& [pc, label] : error_exits_) {
+    for (const auto& [key, label] : error_exits_) {
+      const auto& [pc, copy] = key;
+      EnterCopy(copy);
       b_.Bind(label);
       // A typed call's error may be a grown int its caller keeps (see
       // RaiseGrownInt): the interpreter then goes on from the next
@@ -2096,6 +2201,7 @@ class CodeGen {
       if (fn_.code[pc].op == Op::CALL_FN) StoreLiveRegisters(pc);
       b_.ReturnImm(JitErrorAt(pc));
     }
+    EnterCopy({});
   }
 
   // Stores the registers live at `pc` that machine code has written into the
@@ -2107,7 +2213,7 @@ class CodeGen {
       if (!store[reg]) continue;
       int32_t slot = static_cast<int32_t>(reg * sizeof(Value));
       switch (KindOf(reg)) {
-        case Kind::kInt:
+        case Kind::kInt: b_.StoreInt(I(reg), regs, slot); break;  // (an unrolled copy's counter is known)
         case Kind::kBuffer: b_.StoreInt(ints_[reg], regs, slot); break;
         case Kind::kFloat: b_.StoreFloat(floats_[reg], regs, slot); break;
         case Kind::kObject: break;
@@ -2313,6 +2419,10 @@ class CodeGen {
   // interpreter runs both again.
   Int IndexRegister(int buffer, int reg, bool store = false) {
     if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
+    if (!checked_[pc_]) {  // (as Index has it)
+      auto folded = folded_offsets_.find(pc_);
+      return UncheckedIndex(folded != folded_offsets_.end() ? folded->second.first : reg);
+    }
     const Instr& in = fn_.code[pc_];
     bool value_is_index = store && in.c == reg;  // xs[i] = i, xs[i] += i
     // (Not in place for a register a common subexpression copies from: the
@@ -2465,10 +2575,14 @@ class CodeGen {
   // An out-of-line piece that emits as if at the current pc (its exits, the
   // loop whose copies of views it uses): an access or a call made again there.
   void ColdAtThisPc(std::function<void()> emit) {
-    Cold([this, at = pc_, emit = std::move(emit)] {
+    Cold([this, at = pc_, copy = copy_, offsets = std::pair(sum_offset_, copy_offset_), emit = std::move(emit)] {
       const int saved = pc_;
+      const UnrolledCopy saved_copy = copy_;
       pc_ = at;
+      EnterCopy(copy);
+      std::tie(sum_offset_, copy_offset_) = offsets;
       emit();
+      EnterCopy(saved_copy);
       pc_ = saved;
     });
   }
@@ -2479,14 +2593,17 @@ class CodeGen {
     if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
     auto based = access_base_.find(pc_);
     if (based != access_base_.end() && based->second >= 0) {
-      return I(counted_loops_.at(access_loop_.at(pc_)).counter);  // Data() is data + base * size
+      return UncheckedIndex(counted_loops_.at(access_loop_.at(pc_)).counter);  // Data() is data + base * size
     }
     if (Immediate(base) && !Immediate(offset)) std::swap(base, offset);
     std::optional<int32_t> k = Immediate(offset);
     if (k && *k == INT32_MIN) k.reset();
-    if (!checked_[pc_] && k && *k > -(1 << 24) && *k < (1 << 24)) {
-      sum_offset_ = {pc_, *k};  // into the address (ElementOffset)
-      return I(base);
+    if (k && *k > -(1 << 24) && *k < (1 << 24)) {
+      const int32_t known = *k;
+      if (!checked_[pc_] || CoveredInCopy(buffer, base, known, store)) {
+        sum_offset_ = {pc_, known};  // into the address (ElementOffset)
+        return UncheckedIndex(base);
+      }
     }
     Int sum = b_.NewInt();
     if (!checked_[pc_]) {
@@ -2700,6 +2817,9 @@ class CodeGen {
       ranges_.clear();
       nonzero_floats_.clear();
     }
+    // Offsets folded into this emission's addresses, not an earlier one's
+    // of the same pc (an unrolled copy's).
+    sum_offset_ = copy_offset_ = {-1, 0};
     Emit(in);
     NoteRanges(in);
   }
@@ -2769,6 +2889,10 @@ class CodeGen {
           b_.Mov(I(a), I(same_as_[pc_]));
           break;
         }
+        if (auto known = KnownResult(in)) {
+          b_.MovImm(I(a), *known);
+          break;
+        }
         if (ArithmeticRange(in) || within_guard_.count(pc_)) {  // cannot overflow: no check
           EmitArithmetic(I(a), in, nullptr);
           break;
@@ -2800,6 +2924,10 @@ class CodeGen {
       }
       case Op::FLOORDIV_I:
       case Op::MOD_I:
+        if (auto known = KnownResult(in)) {
+          b_.MovImm(I(a), *known);
+          break;
+        }
         if (ConstantInRange(c, 1, INT64_MAX) && (ConstantValueOf(c) & (ConstantValueOf(c) - 1)) == 0) {
           // A constant power of two 2**k: Python's floor division is the
           // arithmetic shift by k and its modulo the low k bits, for either
@@ -3160,7 +3288,7 @@ class CodeGen {
       case Op::LOADN_F:
       case Op::LOADN_I:
         if (auto folded = folded_.find(pc_); folded != folded_.end()) {
-          LoadElementTo(a, bb, I(folded->second.second), &folded->second.first);
+          LoadElementTo(a, bb, UncheckedIndex(folded->second.second), &folded->second.first);
           break;
         }
         CheckOffset(bb, c);
@@ -3168,7 +3296,8 @@ class CodeGen {
         break;
       case Op::STOREN_F:
         if (auto folded = folded_.find(pc_); folded != folded_.end()) {
-          b_.StoreElement(fn_.registers[a].elem, F(c), folded->second.first, I(folded->second.second), 0);
+          const Int index = UncheckedIndex(folded->second.second);
+          b_.StoreElement(fn_.registers[a].elem, F(c), folded->second.first, index, ElementOffset(a));
           break;
         }
         CheckOffset(a, bb);
@@ -3177,7 +3306,7 @@ class CodeGen {
         break;
       case Op::STOREN_I:
         if (auto folded = folded_.find(pc_); folded != folded_.end()) {
-          StoreIntElement(a, I(folded->second.second), c, &folded->second.first);
+          StoreIntElement(a, UncheckedIndex(folded->second.second), c, &folded->second.first);
           break;
         }
         CheckOffset(a, bb);
@@ -3306,7 +3435,10 @@ class CodeGen {
   std::vector<Int> ints_, data_, length_, store_length_;
   RegisterSet stored_;  // buffer registers the function stores into
   std::vector<Float> floats_;
-  std::map<int, Label> exits_, error_exits_;
+  UnrolledCopy copy_;
+  const CountedLoop* unrolled_loop_ = nullptr;  // the loop of copy_
+  std::pair<int, int64_t> copy_offset_ = {-1, 0};  // (pc, trip) UncheckedIndex folded
+  std::map<std::pair<int, UnrolledCopy>, Label> exits_, error_exits_;
   std::vector<std::function<void()>> cold_;
   std::map<int, CountedLoop> counted_loops_;  // by header
   std::vector<RangedLoop> ranged_loops_;
