@@ -27,6 +27,10 @@
 //     constant the index had added, folded into the address).
 //   StoreElementImm(elem, value, data, index, offset): an int element set to
 //     a value that fits it.
+//   AddToElementChecked(data, index, offset, value, overflow), and
+//   AddToElementCheckedImm with a value that is not INT32_MIN: the int64
+//     element at that address += value, jumping to overflow with the element
+//     holding the wrapped sum (the caller undoes it); x86-64 adds to memory.
 //   MulHighUnsigned(d, a, b): the high 64 bits of the unsigned 128-bit a * b.
 //   SetInt/SetFloat(cond, d, a, b): d := 1 or 0.
 //   CallIntHelper/CallFloatHelper(table, offset, {args}): the helper's address
@@ -72,6 +76,10 @@ enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, k
                     int32_t offset);                                                                   \
   void StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index,                 \
                        int32_t offset);                                                                \
+  void AddToElementChecked(const Int& data, const Int& index, int32_t offset, const Int& value,         \
+                           const Label& overflow);                                                     \
+  void AddToElementCheckedImm(const Int& data, const Int& index, int32_t offset, int32_t value,         \
+                              const Label& overflow);                                                  \
   int NewSlot();                                                                                       \
   void StoreSlot(const Int& src, int slot);                                                            \
   void LoadSlot(const Int& dst, int slot);                                                             \

@@ -3317,19 +3317,34 @@ class CodeGen {
         Int index = IndexRegister(a, bb, true);
         Float value = b_.NewFloat();
         Int data = LoadedData(a);
-        b_.LoadElement(ElemType::kF64, value, data, index, 0);
+        const int32_t offset = ElementOffset(a);
+        b_.LoadElement(ElemType::kF64, value, data, index, offset);
         b_.FAdd(value, value, F(c));
-        b_.StoreElement(ElemType::kF64, value, data, index, 0);
+        b_.StoreElement(ElemType::kF64, value, data, index, offset);
         break;
       }
       case Op::ADDTO_I64: {
+        // In place (x86-64: one add to memory); an overflow takes the
+        // wrapped sum back out of line, then leaves for the interpreter,
+        // which raises with the element as it was.
         Int index = IndexRegister(a, bb, true);
-        Int value = b_.NewInt(), sum = b_.NewInt();
         Int data = LoadedData(a);
-        b_.LoadElement(ElemType::kI64, value, data, index, 0);
-        if (auto k = Immediate(c)) b_.AddCheckedImm(sum, value, *k, Exit());
-        else b_.AddChecked(sum, value, I(c), Exit());
-        b_.StoreElement(ElemType::kI64, sum, data, index, 0);
+        const int32_t offset = ElementOffset(a);
+        std::optional<int32_t> k = Immediate(c);
+        if (k == INT32_MIN) k.reset();
+        const Int value = k ? Int() : I(c);
+        const Label undo = b_.NewLabel(), exit = Exit();
+        if (k) b_.AddToElementCheckedImm(data, index, offset, *k, undo);
+        else b_.AddToElementChecked(data, index, offset, value, undo);
+        Cold([=, this] {
+          b_.Bind(undo);
+          Int wrapped = b_.NewInt();
+          b_.LoadElement(ElemType::kI64, wrapped, data, index, offset);
+          if (k) b_.AddImm(wrapped, wrapped, -*k);
+          else b_.Sub(wrapped, wrapped, value);
+          b_.StoreElement(ElemType::kI64, wrapped, data, index, offset);
+          b_.Jump(exit);
+        });
         break;
       }
 

@@ -159,6 +159,26 @@ void A64Backend::StoreElementImm(ElemType elem, int32_t value, const Int& data, 
   StoreElement(elem, Constant(value), data, index, offset);  // (no store of an immediate)
 }
 
+void A64Backend::AddToElementChecked(const Int& data, const Int& index, int32_t offset, const Int& value,
+                                     const Label& overflow) {
+  Int sum = NewInt();
+  LoadElement(ElemType::kI64, sum, data, index, offset);
+  cc_.adds(sum, sum, value);
+  StoreElement(ElemType::kI64, sum, data, index, offset);  // (str leaves the flags alone)
+  cc_.b_vs(overflow);
+}
+
+void A64Backend::AddToElementCheckedImm(const Int& data, const Int& index, int32_t offset, int32_t value,
+                                        const Label& overflow) {
+  Int sum = NewInt();
+  LoadElement(ElemType::kI64, sum, data, index, offset);
+  if (FitsArithmetic(value)) cc_.adds(sum, sum, value);
+  else if (FitsArithmetic(-static_cast<int64_t>(value))) cc_.subs(sum, sum, -static_cast<int64_t>(value));
+  else cc_.adds(sum, sum, Constant(value));
+  StoreElement(ElemType::kI64, sum, data, index, offset);
+  cc_.b_vs(overflow);
+}
+
 void A64Backend::StoreElement(ElemType elem, const Float& src, const Int& data_, const Int& index,
                               int32_t offset) {
   const Int data = Offset(data_, offset);

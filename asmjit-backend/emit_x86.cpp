@@ -134,6 +134,18 @@ void X86Backend::StoreElementImm(ElemType elem, int32_t value, const Int& data, 
   }
 }
 
+void X86Backend::AddToElementChecked(const Int& data, const Int& index, int32_t offset, const Int& value,
+                                     const Label& overflow) {
+  cc_.add(x86::qword_ptr(data, index, 3, offset), value);
+  cc_.jo(overflow);
+}
+
+void X86Backend::AddToElementCheckedImm(const Int& data, const Int& index, int32_t offset, int32_t value,
+                                        const Label& overflow) {
+  cc_.add(x86::qword_ptr(data, index, 3, offset), value);  // (sign-extended)
+  cc_.jo(overflow);
+}
+
 void X86Backend::StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index,
                               int32_t offset) {
   if (elem == ElemType::kF32) {

@@ -587,6 +587,39 @@ def twice(xs: Buffer[int], i: int) -> int:
   }
 }
 
+// xs[i] += v adds to the element in place (x86-64: one add to memory); a sum
+// past 64 bits must leave the element as it was and raise what the
+// interpreter raises, by a constant and by a register, at either end.
+TEST_F(Jit, InPlaceAddsThatOverflowLeaveTheElementAlone) {
+  auto compiled = Compile(R"(
+from ppy import Buffer
+def bump(xs: Buffer[int], i: int, by: int) -> int:
+    xs[i] += by
+    return xs[i]
+def bump1(xs: Buffer[int], i: int) -> int:
+    xs[i] += 1
+    xs[i - 1] += -7
+    return xs[i]
+)");
+  for (int64_t i : std::vector<int64_t>{0, 1, 2, -1, -3, 3, -4}) {
+    for (int64_t by : std::vector<int64_t>{1, -1, 7, INT64_MAX, INT64_MIN, int64_t{1} << 40}) {
+      BorrowedArray x1("q", "[9223372036854775806, -9223372036854775807, 5]");
+      BorrowedArray x2("q", "[9223372036854775806, -9223372036854775807, 5]");
+      auto [interpreted, machine] =
+          BothWaysOnCopies(*compiled, "bump", {x1.value(), IntValue(i), IntValue(by)},
+                           {x2.value(), IntValue(i), IntValue(by)});
+      EXPECT_EQ(interpreted, machine) << i << " " << by;
+      EXPECT_EQ(x1.contents(), x2.contents()) << i << " " << by;
+    }
+    BorrowedArray x1("q", "[9223372036854775807, -9223372036854775802, 5]");
+    BorrowedArray x2("q", "[9223372036854775807, -9223372036854775802, 5]");
+    auto [interpreted, machine] =
+        BothWaysOnCopies(*compiled, "bump1", {x1.value(), IntValue(i)}, {x2.value(), IntValue(i)});
+    EXPECT_EQ(interpreted, machine) << i;
+    EXPECT_EQ(x1.contents(), x2.contents()) << i;
+  }
+}
+
 // An outer loop whose guard fails runs on the interpreter, which enters the
 // machine code again at the inner loop's head: that entry must check the outer
 // loop's hoisted accesses too (xs[r] after the inner loop, one row too many).
