@@ -1703,8 +1703,11 @@ class CodeGen {
   }
 
   // The range of ADD_I, SUB_I or MUL_I's result, if both operands have one
-  // and every value in it fits 64 bits.
-  std::optional<Range> ArithmeticRange(const Instr& in) const {
+  // and every value in it fits 64 bits. `clamped`: the range of a result
+  // the code went on with, which an overflow would have left (checked
+  // arithmetic): the part within 64 bits. (1 + (i + j) * (i + j + 1) // 2,
+  // with i, j >= 0, is never 0, however large.)
+  std::optional<Range> ArithmeticRange(const Instr& in, bool clamped = false) const {
     auto x = RangeOf(in.b), y = RangeOf(in.c);
     if (!x || !y) return std::nullopt;
     __int128 low, high;
@@ -1722,6 +1725,11 @@ class CodeGen {
     } else {
       return std::nullopt;
     }
+    if (clamped) {
+      if (low > INT64_MAX || high < INT64_MIN) return std::nullopt;  // (always overflows)
+      low = std::max<__int128>(low, INT64_MIN);
+      high = std::min<__int128>(high, INT64_MAX);
+    }
     if (low < INT64_MIN || high > INT64_MAX) return std::nullopt;
     return Range{static_cast<int64_t>(low), static_cast<int64_t>(high)};
   }
@@ -1733,7 +1741,8 @@ class CodeGen {
     std::optional<Range> result;
     bool nonzero_float = false;
     switch (in.op) {
-      case Op::ADD_I: case Op::SUB_I: case Op::MUL_I: result = ArithmeticRange(in); break;
+      // (Past the instruction the result is exact: an overflow left.)
+      case Op::ADD_I: case Op::SUB_I: case Op::MUL_I: result = ArithmeticRange(in, true); break;
       case Op::MOVE_I: result = RangeOf(in.b); break;
       case Op::FLOORDIV_I:
       case Op::MOD_I:
