@@ -485,6 +485,30 @@ class CodeGen {
   // it: the guard computed its value, and no side exit between the computation
   // and its last use hands it to the interpreter.
   void FindUnneededBaseDefinitions() {
+    // The sum t + counter of an access that became buf[t + counter] (see
+    // FindCountedLoops): unmade if, up to where it is written again or
+    // dies, only that access reads it and nothing may leave before.
+    for (const auto& [pc, def] : access_index_def_) {
+      const int reg = fn_.code[def].a;
+      bool skippable = false;
+      for (int at = def + 1; at < static_cast<int>(fn_.code.size()); ++at) {
+        if (!live_in_[at][reg]) {
+          skippable = true;
+          break;
+        }
+        if (targets_[at]) break;
+        const Instr& in = fn_.code[at];
+        RegisterSet reads, writes;
+        RegistersOf(fn_, in, &reads, &writes);
+        const bool this_access = at == pc && (StoresInto(in) < 0 || in.op == Op::STORE_F64 || in.op == Op::STORE_F);
+        if ((reads[reg] && !this_access) || MayExit(at) || (InfoOf(in.op).flags & (kFlagJump | kFlagEnd))) break;
+        if (writes[reg]) {
+          skippable = true;
+          break;
+        }
+      }
+      unneeded_[def] = skippable;
+    }
     for (const auto& [pc, def] : access_base_def_) {
       if (def < 0 || unneeded_[def]) continue;
       const int reg = fn_.code[def].a;
@@ -543,7 +567,7 @@ class CodeGen {
       const Instr& in = fn_.code[at];
       RegisterSet reads, writes;
       RegistersOf(fn_, in, &reads, &writes);
-      if (reads[a]) {
+      if (reads[a] && !unneeded_[at]) {  // (an unmade instruction reads nothing)
         int buffer, base, index;
         bool store;
         if (!hoisted_indexes_.count(at) || !FlatAccessOf(in, &buffer, &base, &index, &store)) return false;
@@ -852,6 +876,23 @@ class CodeGen {
         if (index != loop.counter && base < 0 && CopiesCounter(index, pc, loop.header, loop.counter)) {
           index = loop.counter;  // (the same value: the body never writes the counter)
         }
+        // buf[t + counter] with the sum made just before (`a[i * n + k]`):
+        // the access is buf[base + counter] with base t, as LOADX's, and the
+        // sum may go unmade (FindUnneededBaseDefinitions).
+        int index_def = -1;
+        if (index != loop.counter && base < 0 && checked_[pc]) {
+          const int def = StraightPathWrite(index, pc, loop.header);
+          const Instr* sum = def >= 0 ? &fn_.code[def] : nullptr;
+          if (sum != nullptr && sum->op == Op::ADD_I && sum->b != sum->c &&
+              (sum->b == loop.counter || sum->c == loop.counter)) {
+            const int t = sum->b == loop.counter ? sum->c : sum->b;
+            if (t != sum->a && StraightPathWrite(t, pc, loop.header) < def) {
+              base = t;
+              index = loop.counter;
+              index_def = def;
+            }
+          }
+        }
         if (index != loop.counter || !checked_[pc]) continue;
         if (WrittenIn(buffer, loop.header, end)) continue;
         int base_def = -1;
@@ -864,6 +905,7 @@ class CodeGen {
         access_loop_[pc] = loop.header;
         access_base_[pc] = base;
         access_base_def_[pc] = base_def;
+        if (index_def >= 0) access_index_def_[pc] = index_def;
       }
       FindAffineAccesses(loop, end);
       FindAxisIndexes(loop, end);
@@ -2429,6 +2471,9 @@ class CodeGen {
   Int IndexRegister(int buffer, int reg, bool store = false) {
     if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
     if (!checked_[pc_]) {  // (as Index has it)
+      if (auto based = access_base_.find(pc_); based != access_base_.end() && based->second >= 0) {
+        return UncheckedIndex(counted_loops_.at(access_loop_.at(pc_)).counter);  // Data() is data + base * size
+      }
       auto folded = folded_offsets_.find(pc_);
       return UncheckedIndex(folded != folded_offsets_.end() ? folded->second.first : reg);
     }
@@ -3484,6 +3529,7 @@ class CodeGen {
   std::map<int, int> access_loop_;           // hoisted access pc -> its loop's header
   std::map<int, int> access_base_;           // hoisted access pc -> its base register, or -1
   std::map<int, int> access_base_def_;       // hoisted access pc -> Access::base_def
+  std::map<int, int> access_index_def_;      // hoisted access pc -> the sum t + counter it indexes by
   std::vector<bool> unneeded_;               // per pc: a base computation the loop can skip
   std::set<int> writable_checked_;           // N-d store pcs whose loop's guard checked writability
   std::map<int, std::pair<Int, int>> folded_;  // folded N-d access pc -> (row pointer, counter register)
