@@ -973,12 +973,11 @@ class CodeGen {
   // Short loops of a known trip count run unrolled: `for i in range(16)`
   // (or range(cols) in a specialization for cols = 16) with a body of
   // straight-line code that machine code covers. The body is emitted once per
-  // iteration, with the counter stepped by one in between and no back edge:
-  // no compare, no branch, no chunk of ticks (the loop is short; the loop
-  // around it counts them). The counter stays in its register, so every exit
-  // in every copy stores the value the interpreter expects; the loop ends
-  // with the counter at its last value, as the interpreter's does. Returns
-  // the trip count, or 0 to keep the loop.
+  // iteration, with the counter a known value in each copy (EmitUnrolled),
+  // and no back edge: no compare, no branch, no chunk of ticks (the loop is
+  // short; the loop around it counts them); the loop ends with the counter
+  // at its last value, as the interpreter's does. Returns the trip count, or
+  // 0 to keep the loop.
   //
   // Machine code is never entered at such a loop's head (Dispatch): an
   // interpreter that left in the middle finishes the loop itself, and enters
@@ -1722,6 +1721,10 @@ class CodeGen {
   // of it, a specialization's parameters), if that raises nothing: Python's
   // result, within 64 bits, for the code to move as a constant.
   std::optional<int64_t> KnownResult(const Instr& in) const {
+    switch (in.op) {  // (B and C are registers of these only)
+      case Op::ADD_I: case Op::SUB_I: case Op::MUL_I: case Op::FLOORDIV_I: case Op::MOD_I: break;
+      default: return std::nullopt;
+    }
     const auto x = RangeOf(in.b), y = RangeOf(in.c);
     if (!x || !y || x->low != x->high || y->low != y->high) return std::nullopt;
     const int64_t u = x->low, v = y->low;
