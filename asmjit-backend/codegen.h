@@ -2365,14 +2365,11 @@ class CodeGen {
   // One unsigned comparison covers the usual case, an index in [0, bound), and
   // falls through; a negative index is moved up by the length and compared
   // again out of line (see Cold()). `store` checks against the store length (0
-  // for a read-only buffer). An access its loop's guard proved needs none of it.
+  // for a read-only buffer). Only for a checked access: one its loop's guard
+  // proved takes its index from IndexRegister or SumIndex unchecked.
   // An index outside leaves through the exit at `exit_pc` (default: this pc);
   // `in_place` normalizes the index in its own register, undone before an exit.
   Int Index(int buffer, const Int& index, bool store = false, int exit_pc = -1, bool in_place = false) {
-    if (!checked_[pc_]) {
-      if (auto folded = folded_offsets_.find(pc_); folded != folded_offsets_.end()) return I(folded->second.first);
-      return index;
-    }
     auto [bound, length] = IndexBounds(buffer, store);
     return Normalized(index, bound, length, ExitAt(exit_pc < 0 ? pc_ : exit_pc), in_place);
   }
@@ -2473,7 +2470,7 @@ class CodeGen {
   // interpreter runs both again.
   Int IndexRegister(int buffer, int reg, bool store = false) {
     if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
-    if (!checked_[pc_]) {  // (as Index has it)
+    if (!checked_[pc_]) {  // (proved by a guard or a test: no check)
       if (auto based = access_base_.find(pc_); based != access_base_.end() && based->second >= 0) {
         return UncheckedIndex(counted_loops_.at(access_loop_.at(pc_)).counter);  // Data() is data + base * size
       }
