@@ -110,7 +110,7 @@ class CodeGen {
     LoadRegisters(regs);
     Dispatch();
     for (pc_ = 0; pc_ < n; ++pc_) {
-      if (fn_.IsLoopHeader(pc_) && !counted_loops_.count(pc_)) b_.AlignLoop();
+      if (fn_.IsLoopHeader(pc_) && !counted_loops_.count(pc_) && !while_loops_.count(pc_)) b_.AlignLoop();
       if (targets_[pc_]) {
         b_.Bind(labels_[pc_]);
         ranges_.clear();  // (what the block before knew: not on every path here)
@@ -122,7 +122,12 @@ class CodeGen {
         EmitUnrolled(loop->second, unrolled->second);
         continue;
       }
+      if (auto fill = fills_.find(pc_); fill != fills_.end()) {
+        EmitFill(loop->second, fill->second);
+        continue;
+      }
       if (loop != counted_loops_.end()) EmitGuards(loop->second);
+      if (auto w = while_loops_.find(pc_); w != while_loops_.end()) EmitWhileGuard(w->first, w->second);
       Instruction(fn_.code[pc_]);
     }
     depth_marks_[b_.compiler().cursor()] = 0;
@@ -181,6 +186,7 @@ class CodeGen {
       }
     }
     FindLengthBoundedLoads();
+    FindWhileLoops();
     FindFoldedChains();
     FindUnneededBaseDefinitions();
     FindCommonSubexpressions();
@@ -239,6 +245,142 @@ class CodeGen {
           break;
         }
       }
+    }
+  }
+
+  // Loops `while x < m:` (a head JLE_I m, x; a body with no loop in it; one
+  // back edge, the closing LOOP; no jump into the body from outside) whose
+  // body changes x only by `x += s` with steps s it never writes, and never
+  // writes m. Each instruction of the body runs at most once per iteration,
+  // and x holds its value from the head test (so x < m) until an add of it
+  // runs: an add that no other add reaches from the head computes at most
+  // m - 1 + s, and an access buf[x] that no add reaches indexes below m.
+  // The loop's entry (EmitWhileGuard) checks, once,
+  //   - every step >= 0: x never decreases;
+  //   - m - 1 <= INT64_MAX - s for every step: those adds cannot overflow;
+  //   - x >= 0 and m <= len(buf) (the store length for a store), for the
+  //     accesses: they are inside their buffers;
+  // and the body makes those adds and accesses without checks. A failed check
+  // leaves for the interpreter at the head, which runs the loop. The back
+  // edge goes past the checks (bodies_): nothing they read changes in the
+  // loop, and a call that moves a buffer leaves the machine code.
+  //
+  // When every way around the loop adds to x, the loop runs in chunks
+  // instead of counting ticks at its back edge (`chunked`): with every step
+  // >= 1 (checked at the entry), x grows by at least s per iteration, so
+  // `while x < lim` with lim = min(m, x + ticks * s) runs at most ticks
+  // iterations; the head tests x < lim, and so does the back edge, which
+  // goes past the head (the loop is rotated). At x >= lim with x < m a chunk
+  // is over: check for signals, then the next chunk. (Iterations of a last
+  // chunk are not charged to the ticks: a loop around it counts one tick per
+  // entry, so a pending Ctrl-C waits at most ticks * ticks iterations.)
+  // `while j < n: flags[j] = 0; j += i` (a sieve) and a tokenizer's
+  // `while i < n: ... i += 1` run with no check but the loop's own test.
+  struct WhileLoop {
+    int end = 0;              // the closing LOOP
+    int x = 0, m = 0;         // while R[x] < R[m]
+    std::vector<int> steps;   // registers added to x by unchecked adds (all adds', when chunked)
+    std::vector<std::pair<int, bool>> bounds;  // (buffer, store) of unchecked accesses
+    bool chunked = false;
+    int span_step = -1;       // the one step of every add (lim = x + ticks * R[span_step]), or -1 for 1
+    Int lim;                  // the chunk's limit
+    Label chunk_start, chunk_end, after_test;
+  };
+
+  void FindWhileLoops() {
+    const int n = static_cast<int>(fn_.code.size());
+    for (int end = 0; end < n; ++end) {
+      const Instr& close = fn_.code[end];
+      const int header = close.d;
+      if (close.op != Op::LOOP || header >= end || counted_loops_.count(header)) continue;
+      const Instr& test = fn_.code[header];
+      if (test.op != Op::JLE_I || (test.d > header && test.d <= end)) continue;
+      WhileLoop loop;
+      loop.end = end;
+      loop.x = test.b;
+      loop.m = test.a;
+      if (loop.x == loop.m || KindOf(loop.x) != Kind::kInt || WrittenIn(loop.m, header, end)) continue;
+      // One way in (the head) and one way around (the closing LOOP).
+      bool simple = true;
+      for (int pc = 0; pc < n && simple; ++pc) {
+        const Instr& in = fn_.code[pc];
+        const bool inside = pc >= header && pc <= end;
+        if (pc > header && pc <= end && fn_.IsLoopHeader(pc)) simple = false;
+        if (!HasFlag(in.op, kFlagJump)) continue;
+        if (inside && pc != end && in.d <= pc) simple = false;        // a loop in the body
+        if (!inside && in.d > header && in.d <= end) simple = false;  // a way into the body
+      }
+      if (!simple) continue;
+      // The adds of x (all its writes).
+      std::vector<int> adds;
+      auto step_of = [&](int pc) { return fn_.code[pc].b == loop.x ? fn_.code[pc].c : fn_.code[pc].b; };
+      for (int pc = header + 1; pc < end && simple; ++pc) {
+        const Instr& in = fn_.code[pc];
+        RegisterSet reads, writes;
+        RegistersOf(fn_, in, &reads, &writes);
+        if (!writes[loop.x]) continue;
+        const bool add = in.op == Op::ADD_I && in.a == loop.x && (in.b == loop.x) != (in.c == loop.x);
+        if (!add) {
+          simple = false;
+          break;
+        }
+        const int step = step_of(pc);
+        // (A known step and limit the guard would always fail: no guard.)
+        const bool fails = ConstantInRange(step, 2, INT64_MAX) &&
+                           ConstantInRange(loop.m, INT64_MAX - ConstantValueOf(step) + 2, INT64_MAX);
+        if (WrittenIn(step, header, end) || ConstantInRange(step, INT64_MIN, -1) || fails) simple = false;
+        adds.push_back(pc);
+      }
+      if (!simple) continue;
+      // Forward over the body: whether some add may have run before pc in
+      // this iteration (after_add), and whether one must have (all_add).
+      std::vector<bool> reached(end + 1, false), after_add(end + 1, false), all_add(end + 1, true);
+      reached[header + 1] = true;
+      all_add[header + 1] = false;
+      for (int pc = header + 1; pc <= end; ++pc) {
+        if (!reached[pc]) continue;
+        const Instr& in = fn_.code[pc];
+        const bool adds_here = std::find(adds.begin(), adds.end(), pc) != adds.end();
+        auto flow = [&](int to) {
+          reached[to] = true;
+          after_add[to] = after_add[to] || after_add[pc] || adds_here;
+          all_add[to] = all_add[to] && (all_add[pc] || adds_here);
+        };
+        if (pc == end) break;
+        if (!HasFlag(in.op, kFlagEnd)) flow(pc + 1);
+        if (HasFlag(in.op, kFlagJump) && in.d > pc && in.d <= end) flow(in.d);
+      }
+      auto add_step = [&](int step) {
+        if (std::find(loop.steps.begin(), loop.steps.end(), step) == loop.steps.end()) loop.steps.push_back(step);
+      };
+      for (int pc : adds) {
+        if (after_add[pc] || within_guard_.count(pc)) continue;  // (another add may have run)
+        add_step(step_of(pc));
+        within_guard_.insert(pc);
+      }
+      for (int pc = header + 1; pc < end; ++pc) {
+        int buffer, base, index;
+        bool store;
+        if (after_add[pc] || !checked_[pc] || !FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store)) continue;
+        if (base >= 0 || index != loop.x || WrittenIn(buffer, header, end)) continue;
+        checked_[pc] = false;
+        if (std::find(loop.bounds.begin(), loop.bounds.end(), std::pair{buffer, store}) == loop.bounds.end()) {
+          loop.bounds.push_back({buffer, store});
+        }
+      }
+      // Chunks need every way around to add, by known or checked steps >= 1.
+      loop.chunked = reached[end] && all_add[end];
+      for (int pc : adds) loop.chunked = loop.chunked && !ConstantInRange(step_of(pc), 0, 0);
+      if (loop.chunked || !loop.bounds.empty()) {  // (x must never decrease)
+        for (int pc : adds) add_step(step_of(pc));
+      }
+      if (loop.chunked) {
+        loop.span_step = step_of(adds.front());
+        for (int pc : adds) {
+          if (step_of(pc) != loop.span_step) loop.span_step = -1;
+        }
+      }
+      if (!loop.steps.empty() || !loop.bounds.empty()) while_loops_[header] = loop;
     }
   }
 
@@ -724,6 +866,13 @@ class CodeGen {
     // EmitInlineOk).
     std::set<int> inline_callees;
     Int inline_ok;
+    // Sums `acc += v` with v in [low, high] each iteration (FindBoundedSums):
+    // each chunk checks acc + trips * high and acc + trips * low fit 64 bits.
+    struct BoundedSum {
+      int acc;
+      int64_t low, high;
+    };
+    std::vector<BoundedSum> sums;
     Int left;    // iterations until the next Ctrl-C check or the loop's end (see ChunkStart)
     Label body;  // after the guard: where the back edge goes
   };
@@ -944,6 +1093,7 @@ class CodeGen {
       FindInvariantArithmetic(loop, end);
       FindInvariantAccesses(loop, end);
       FindInlineCallees(loop, end);
+      FindBoundedSums(loop, end);
       for (int pc = loop.header; pc < end; ++pc) {
         int buffer, base, index;
         bool store;
@@ -958,9 +1108,12 @@ class CodeGen {
                     !loop.nonzero_floats.empty() || !loop.nonzero_ints.empty() || !loop.exact_doubles.empty() ||
                     !loop.invariant_arithmetic.empty() || !loop.invariant_accesses.empty() ||
                     !loop.local_buffers.empty() ||
-                    !loop.inline_callees.empty();
+                    !loop.inline_callees.empty() || !loop.sums.empty();
       if (const int trips = UnrolledTrips(loop, end); trips > 0) {
         unrolled_[loop.header] = trips;
+        guards = true;
+      } else if (auto byte = FillByte(loop, end)) {
+        fills_[loop.header] = *byte;
         guards = true;
       }
       if (guards) {
@@ -997,6 +1150,78 @@ class CodeGen {
       }
     }
     return static_cast<int>(trips);
+  }
+
+  // Sums of bounded values: `count += flags[i]` (a u8 element), `n += 2`. In
+  // a counted loop with no loop inside (so each instruction of the body runs
+  // at most once per iteration), an ADD_I acc, acc, v that is acc's only
+  // write, with v a constant or an element of a type narrower than 64 bits
+  // loaded on the body's straight path before it, adds at most `trips`
+  // values in [low, high]: if acc + trips * high and acc + trips * low fit
+  // 64 bits, no add overflows, and the code checks that
+  // instead, per chunk of iterations (ChunkStart), leaving for the
+  // interpreter otherwise. (Not in an unrolled loop, which has no chunks.)
+  void FindBoundedSums(CountedLoop& loop, int end) {
+    if (loop.down || UnrolledTrips(loop, end) > 0) return;
+    for (int pc = loop.header; pc < end; ++pc) {
+      const Instr& in = fn_.code[pc];
+      if (HasFlag(in.op, kFlagLoop) || (HasFlag(in.op, kFlagJump) && in.d <= pc)) return;
+    }
+    for (int pc = loop.header; pc < end; ++pc) {
+      const Instr& in = fn_.code[pc];
+      if (in.op != Op::ADD_I || in.a == loop.counter || (in.b == in.a) == (in.c == in.a)) continue;
+      const int acc = in.a, v = in.b == acc ? in.c : in.b;
+      if (within_guard_.count(pc) || in.a == loop.limit) continue;
+      bool once = true;
+      for (int at = loop.header; at <= end && once; ++at) {
+        RegisterSet reads, writes;
+        RegistersOf(fn_, fn_.code[at], &reads, &writes);
+        once = at == pc || !writes[acc];
+      }
+      if (!once) continue;
+      std::optional<Range> range;
+      if (ConstantInRange(v, INT32_MIN, INT32_MAX)) {
+        range = Range{ConstantValueOf(v), ConstantValueOf(v)};
+      } else if (const int def = StraightPathWrite(v, pc, loop.header); def >= 0 && fn_.code[def].op == Op::LOAD_I) {
+        range = ElementRange(fn_.registers[fn_.code[def].b].elem);
+      }
+      if (!range) continue;
+      loop.sums.push_back({acc, range->low, range->high});
+      within_guard_.insert(pc);
+    }
+  }
+
+  // A loop whose whole body is one store of a constant to buf[counter],
+  // `for i in range(2, n): flags[i] = 1` (and the checked access the loop's
+  // guard proved), fills bytes: a byte buffer with the value's byte, or any
+  // buffer with 0 (0.0 for floats). Returns the byte, or nothing to keep the
+  // loop. The loop runs as one memset (EmitFill).
+  std::optional<int> FillByte(const CountedLoop& loop, int end) const {
+    if (loop.down || end != loop.header + 1 || targets_[end]) return std::nullopt;
+    const int pc = loop.header;
+    const Instr& in = fn_.code[pc];
+    auto access = access_loop_.find(pc);
+    if (access == access_loop_.end() || access->second != loop.header || access_base_.at(pc) >= 0) return std::nullopt;
+    if (access_base_def_.at(pc) >= 0 || access_index_def_.count(pc)) return std::nullopt;
+    const ElemType elem = fn_.registers[in.a].elem;
+    switch (in.op) {
+      case Op::STORE_I:
+      case Op::STORE_I64: {
+        if (ConstantInRange(in.c, 0, 0)) return 0;
+        auto range = ElementRange(elem);
+        if (!range || InfoOf(elem).size != 1 || !ConstantInRange(in.c, range->low, range->high)) return std::nullopt;
+        return static_cast<int>(ConstantValueOf(in.c) & 0xff);
+      }
+      case Op::STORE_F64:
+      case Op::STORE_F: {
+        const bool zero = fn_.IsConstantRegister(in.c) && KindOf(in.c) == Kind::kFloat &&
+                          !WrittenIn(in.c, 0, static_cast<int>(fn_.code.size()) - 1) &&
+                          fn_.constants[in.c - fn_.first_constant()].bits == 0;  // (+0.0)
+        if (zero) return 0;
+        return std::nullopt;
+      }
+      default: return std::nullopt;
+    }
   }
 
   // Loop-invariant code motion for int arithmetic: an ADD_I, SUB_I or MUL_I
@@ -1357,6 +1582,87 @@ class CodeGen {
     bodies_[loop.header] = loop.body;
   }
 
+  // A while loop's entry (FindWhileLoops): the checks its unchecked adds and
+  // accesses rely on, then, for a chunked loop, its first chunk's limit.
+  // Every back edge goes past the checks.
+  void EmitWhileGuard(int header, WhileLoop& loop) {
+    const int64_t least = loop.chunked ? 1 : 0;  // the smallest step allowed
+    for (int step : loop.steps) {
+      if (immediate_[step]) {  // (>= least: FindWhileLoops)
+        if (*immediate_[step] >= 2) {  // m - 1 <= INT64_MAX - s
+          b_.BranchIntImm(IntCond::kGt, I(loop.m), INT64_MAX - *immediate_[step] + 1, Exit());
+        }
+        continue;
+      }
+      const Int s = I(step);
+      b_.BranchIntImm(IntCond::kLt, s, least, Exit());
+      Int room = b_.NewInt(), last = b_.NewInt();
+      b_.MovImm(room, INT64_MAX);
+      b_.Sub(room, room, s);
+      b_.AddImm(last, I(loop.m), -1);  // (wraps for m = INT64_MIN: a needless exit, never a wrong pass)
+      b_.BranchInt(IntCond::kGt, last, room, Exit());
+    }
+    if (!loop.bounds.empty()) {
+      b_.BranchIntImm(IntCond::kLt, I(loop.x), 0, Exit());
+      for (const auto& [buffer, store] : loop.bounds) {
+        b_.BranchInt(IntCond::kGt, I(loop.m), store ? store_length_[buffer] : length_[buffer], Exit());
+      }
+    }
+    if (!loop.chunked) {
+      Label body = b_.NewLabel();
+      b_.AlignLoop();
+      b_.Bind(body);
+      bodies_[header] = body;
+      return;
+    }
+    // lim = min(m, x + ticks * s). With no tick left (ticks <= 0), lim <= x:
+    // the head test fails, and the chunk's end checks for signals.
+    loop.lim = b_.NewInt();
+    loop.chunk_start = b_.NewLabel();
+    loop.chunk_end = b_.NewLabel();
+    loop.after_test = b_.NewLabel();
+    b_.Bind(loop.chunk_start);
+    Label whole = b_.NewLabel(), set = b_.NewLabel();
+    Int span = ticks_;
+    if (loop.span_step >= 0 && !ConstantInRange(loop.span_step, 1, 1)) {
+      span = b_.NewInt();
+      b_.MulChecked(span, ticks_, I(loop.span_step), whole);
+    }
+    b_.AddChecked(loop.lim, I(loop.x), span, whole);
+    b_.BranchInt(IntCond::kLe, loop.lim, I(loop.m), set);
+    b_.Bind(whole);  // (x + span > m, or an overflow: past m, or below x if no tick is left)
+    b_.Mov(loop.lim, I(loop.m));
+    b_.BranchIntImm(IntCond::kGt, ticks_, 0, set);
+    b_.Mov(loop.lim, I(loop.x));
+    b_.Bind(set);
+  }
+
+  // The head test of a chunked while loop (at its head): x < lim, or the
+  // chunk's end, out of line: the loop's end if x >= m, else the next chunk.
+  void EmitWhileTest(WhileLoop& loop, int exit) {
+    b_.BranchInt(IntCond::kGe, I(loop.x), loop.lim, loop.chunk_end);
+    b_.AlignLoop();  // (where the back edge goes)
+    b_.Bind(loop.after_test);
+    ColdAtThisPc([=, this, &loop] {
+      b_.Bind(loop.chunk_end);
+      b_.BranchInt(IntCond::kGe, I(loop.x), I(loop.m), labels_[exit]);
+      CheckSignals();  // (the chunk ran up to every tick left; the ticks restart)
+      b_.Jump(loop.chunk_start);
+    });
+  }
+
+  // A back edge to `header`: a chunked while loop's test, past its head, or
+  // a tick counted, past its loop's guard if it has one.
+  void LoopBack(int header) {
+    if (auto w = while_loops_.find(header); w != while_loops_.end() && w->second.chunked) {
+      b_.BranchInt(IntCond::kLt, I(w->second.x), w->second.lim, w->second.after_test);
+      b_.Jump(w->second.chunk_end);
+      return;
+    }
+    auto body = bodies_.find(header);
+    BackEdge(body != bodies_.end() ? body->second : labels_[header]);
+  }
+
   // Every hoisted access must stay inside its buffer from the counter's value
   // now to limit - 1; a failed check leaves through the current pc's exit. Then
   // what the body relies on: the loop's data pointers, converted ints, the
@@ -1516,7 +1822,7 @@ class CodeGen {
     }
     if (!unrolled_.count(loop.header)) {
       if (!loop.left.isValid()) loop.left = b_.NewInt();
-      ChunkStart(loop);
+      ChunkStart(loop, Exit());
     }
     EmitInlineOk(loop);
   }
@@ -1549,6 +1855,27 @@ class CodeGen {
     copy_offset_ = {-1, 0};
     pc_ = end;
     if (trips > 1) b_.MovImm(I(loop.counter), start + trips - 1);
+  }
+
+  // A filling loop (FillByte) at pc_, its head: the guard (which proved
+  // buf[counter .. limit - 1] inside the buffer and writable), one memset of
+  // those elements, and the counter at its last value, as the interpreter
+  // leaves it; pc_ ends at the closing FORLOOP_INC, which emits nothing.
+  // (The guard's chunk charged the ticks for up to a chunk of iterations: a
+  // memset is quick, whatever its length.)
+  void EmitFill(CountedLoop& loop, int byte) {
+    const int end = loop_end_.at(loop.header);
+    const Instr& store = fn_.code[loop.header];
+    EmitGuardChecks(loop);
+    const int size = InfoOf(fn_.registers[store.a].elem).size;
+    Int at = b_.NewInt(), value = b_.NewInt(), bytes = b_.NewInt();
+    b_.AddScaled(at, data_[store.a], I(loop.counter), __builtin_ctz(size));
+    b_.MovImm(value, byte);
+    b_.Sub(bytes, I(loop.limit), I(loop.counter));
+    if (size > 1) b_.MulImm(bytes, bytes, size);
+    b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, fill)), {at, value, bytes});
+    b_.AddImm(I(loop.counter), I(loop.limit), -1);
+    pc_ = end;
   }
 
   // Makes `copy` the unrolled copy being emitted (none: counter -1), its
@@ -1664,7 +1991,15 @@ class CodeGen {
   // function's tick counter up front. Inside the loop counter < limit (counting
   // up), so limit - counter is in [1, 2**64): exact as an unsigned number even
   // where it wraps as a signed one, and compared with the ticks unsigned.
-  void ChunkStart(CountedLoop& loop) {
+  //
+  // The chunk's bounded sums (FindBoundedSums) are checked here, for its at
+  // most `left` iterations: acc + left * high (and + left * low) must fit
+  // 64 bits, else the code leaves through `exit` (at the loop's entry, the
+  // guard's exit; at a chunk's end, the head, with the counter at the next
+  // iteration's value, as the interpreter's FORLOOP_INC leaves it). Per
+  // chunk, not per loop: a loop of range(2**62) that breaks early still runs
+  // here.
+  void ChunkStart(CountedLoop& loop, const Label& exit) {
     Label have_ticks = b_.NewLabel(), small = b_.NewLabel();
     b_.BranchIntImm(IntCond::kGt, ticks_, 0, have_ticks);
     CheckSignals();
@@ -1676,6 +2011,15 @@ class CodeGen {
     b_.Mov(loop.left, ticks_);
     b_.Bind(small);
     b_.Sub(ticks_, ticks_, loop.left);
+    for (const auto& sum : loop.sums) {  // (left <= ticks <= 4096 and |bound| < 2**32: no overflow)
+      for (int64_t bound : {sum.high > 0 ? sum.high : 0, sum.low < 0 ? sum.low : 0}) {
+        if (bound == 0) continue;  // (only a positive high can overflow upward, a negative low downward)
+        Int most = b_.NewInt();
+        b_.MovImm(most, bound);
+        b_.Mul(most, most, loop.left);
+        b_.AddChecked(most, most, I(sum.acc), exit);
+      }
+    }
   }
 
   // ---- Ranges of int registers, within a block ----------------------------------------
@@ -1855,7 +2199,7 @@ class CodeGen {
     if (loop.left.isValid()) {
       b_.DecrementAndBranchPositive(loop.left, loop.body);
       BranchCompare(IntCond::kLe, a, bb, end);
-      ChunkStart(loop);  // a chunk ended before the loop did: ticks_ is 0
+      ChunkStart(loop, ExitAt(loop.header));  // a chunk ended before the loop did: ticks_ is 0
       b_.Jump(loop.body);
     } else {
       BranchCompare(IntCond::kLe, a, bb, end);
@@ -3205,15 +3549,21 @@ class CodeGen {
         for (int hops = 0; hops < 8 && fn_.code[target].op == Op::JMP && fn_.code[target].d != target; ++hops) {
           target = fn_.code[target].d;
         }
-        if (fn_.code[target].op == Op::LOOP) BackEdge(labels_[fn_.code[target].d]);
+        if (fn_.code[target].op == Op::LOOP) LoopBack(fn_.code[target].d);
         else b_.Jump(labels_[target]);
         break;
       }
       case Op::JT: b_.BranchIntImm(IntCond::kNe, I(a), 0, labels_[d]); break;
       case Op::JF: b_.BranchIntImm(IntCond::kEq, I(a), 0, labels_[d]); break;
-      case Op::LOOP: BackEdge(labels_[d]); break;
+      case Op::LOOP: LoopBack(d); break;
       case Op::JLT_I: BranchCompare(IntCond::kLt, a, bb, labels_[d]); break;
-      case Op::JLE_I: BranchCompare(IntCond::kLe, a, bb, labels_[d]); break;
+      case Op::JLE_I:
+        if (auto w = while_loops_.find(pc_); w != while_loops_.end() && w->second.chunked) {
+          EmitWhileTest(w->second, d);
+          break;
+        }
+        BranchCompare(IntCond::kLe, a, bb, labels_[d]);
+        break;
       case Op::JEQ_I: BranchCompare(IntCond::kEq, a, bb, labels_[d]); break;
       case Op::JNE_I: BranchCompare(IntCond::kNe, a, bb, labels_[d]); break;
       case Op::JLT_F: b_.BranchFloat(FloatCond::kLt, F(a), F(bb), labels_[d]); break;
@@ -3292,7 +3642,7 @@ class CodeGen {
           b_.AddImm(I(a), I(a), 1);
           b_.DecrementAndBranchPositive(loop.left, loop.body);
           BranchCompare(IntCond::kGe, a, bb, end);
-          ChunkStart(loop);  // a chunk ended before the loop did: ticks_ is 0
+          ChunkStart(loop, ExitAt(loop.header));  // a chunk ended before the loop did: ticks_ is 0
           b_.Jump(loop.body);
           b_.Bind(end);
           b_.AddImm(I(a), I(a), -1);
@@ -3513,6 +3863,8 @@ class CodeGen {
   std::vector<RangedLoop> ranged_loops_;
   std::map<int, Label> bodies_;              // by header: past the guard
   std::map<int, int> unrolled_;              // by header: the trip count of a loop run unrolled
+  std::map<int, int> fills_;                 // by header: the byte a filling loop stores (FillByte)
+  std::map<int, WhileLoop> while_loops_;     // by header: while loops with a guard (FindWhileLoops)
   std::vector<bool> checked_;                // per pc: whether its bounds are checked where it runs
   std::vector<bool> nonzero_checked_;        // per pc: whether its divisor is checked where it runs
   std::map<int, Float> converted_;           // ints a loop guard converted to doubles

@@ -28,6 +28,8 @@ struct JitHelpers {
   double (*complex_quot_real)(double, double, double, double);
   double (*complex_quot_imag)(double, double, double, double);
   double (*complex_abs)(double, double);
+  // memset(data, value, bytes), for a loop that fills a buffer; returns 0.
+  int64_t (*fill)(int64_t data, int64_t value, int64_t bytes);
   // The math table's fast paths (nullptr where CPython computes it itself).
   double (*math1[kMathCount])(double);
   double (*math2[kMathCount])(double, double);

@@ -57,6 +57,11 @@ double ComplexQuotReal(double a, double b, double c, double d) { return _Py_c_qu
 double ComplexQuotImag(double a, double b, double c, double d) { return _Py_c_quot({a, b}, {c, d}).imag; }
 double ComplexAbsOf(double real, double imag) { return _Py_c_abs({real, imag}); }
 
+int64_t Fill(int64_t data, int64_t value, int64_t bytes) {
+  std::memset(reinterpret_cast<void*>(data), static_cast<int>(value), static_cast<size_t>(bytes));
+  return 0;
+}
+
 JitHelpers MakeHelpers() {
   JitHelpers helpers{};
   helpers.check_signals = CheckSignals;
@@ -66,6 +71,7 @@ JitHelpers MakeHelpers() {
   helpers.complex_quot_real = ComplexQuotReal;
   helpers.complex_quot_imag = ComplexQuotImag;
   helpers.complex_abs = ComplexAbsOf;
+  helpers.fill = Fill;
   for (int i = 0; i < kMathCount; ++i) {
     helpers.math1[i] = kMathInfo[i].fast1;
     helpers.math2[i] = kMathInfo[i].fast2;

@@ -245,8 +245,27 @@ def test_ctrl_c_interrupts_a_long_native_loop(runner, tmp_path):
                     k += xs[i] % 3 + 1
                 total += k
             return total
+
+        def stride(n: int, s: int) -> int:
+            # A while loop that adds on every way around runs in chunks of
+            # ticks, checking between them (FindWhileLoops).
+            k = 0
+            while k < n:
+                k += s
+            return k
+
+        def nested_short(n: int) -> int:
+            # Short chunked loops inside a long one: the long one counts.
+            total = 0
+            for i in range(n):
+                k = 0
+                while k < 5:
+                    k += 1
+                total += k
+            return total
         """)
-    for call in ("spin.spin(10**15)", "spin.wait()", "spin.nested(__import__('array').array('q', [1] * 5000), 10**18)"):
+    for call in ("spin.spin(10**15)", "spin.wait()", "spin.nested(__import__('array').array('q', [1] * 5000), 10**18)",
+                 "spin.stride(10**18, 1)", "spin.stride(10**18, 3)", "spin.nested_short(10**15)"):
         # spawn gives the child SIGINT's default disposition, so its Python
         # installs the KeyboardInterrupt handler whatever this run inherited.
         process = spawn(

@@ -365,6 +365,45 @@ def test_dis_shows_a_specialization_and_its_guard(runner, tmp_path):
     assert bad.returncode == 2 and "--value needs FUNC" in bad.stderr
 
 
+GUARDED_LOOPS = """\
+from ppy import Buffer, u8
+
+
+def strike(flags: Buffer[u8], start: int, n: int, step: int) -> int:
+    j: int = start
+    while j < n:
+        flags[j] = 0
+        j += step
+    return j
+
+
+def fill(flags: Buffer[u8], n: int) -> int:
+    for i in range(n):
+        flags[i] = 1
+    return n
+"""
+
+
+def test_while_loops_and_fills_run_without_per_iteration_checks(runner, tmp_path):
+    (tmp_path / "kernel.ppy").write_text(GUARDED_LOOPS)
+    strike = runner.ppy("dis", "--jit", tmp_path / "kernel.ppy", "strike")
+    fill = runner.ppy("dis", "--jit", tmp_path / "kernel.ppy", "fill")
+    assert strike.returncode == 0 and fill.returncode == 0, (strike.stderr, fill.stderr)
+    # The while loop's guard checks j >= 0 and n <= len(flags) once: no
+    # unsigned bounds check (x86-64 jae, AArch64 b.hs) is left in the code.
+    assert not re.search(r"\b(jae|b\.hs|b\.cs)\b", strike.stdout), strike.stdout
+    # The fill is one memset through the helper table: no byte store at all.
+    assert not re.search(r"\b(mov byte ptr|strb)\b", fill.stdout), fill.stdout
+    calls = """
+import ppy, kernel
+flags = bytearray(50)
+print(kernel.fill(flags, 50), sum(flags), kernel.strike(flags, 4, 50, 3), sum(flags))
+print(ppy.tier(kernel.fill), ppy.tier(kernel.strike))
+"""
+    run = runner.python("-c", calls, cwd=tmp_path, PPY_JIT="eager")
+    assert run.stdout.splitlines() == ["50 50 52 34", "jit jit"], run.stderr
+
+
 NEVER_ENTERED = """\
 import math
 import ppy

@@ -620,6 +620,68 @@ def bump1(xs: Buffer[int], i: int) -> int:
   }
 }
 
+// Loops whose checks move to their entry: a while loop with a monotone
+// counter (unchecked accesses and adds, run in chunks), a loop that fills a
+// buffer (one memset) and sums of bounded values (checked per chunk). Every
+// way their checks can fail must give what the interpreter gives.
+TEST_F(Jit, LoopsCheckedAtTheirEntry) {
+  auto compiled = Compile(R"(
+from ppy import Buffer, u8
+def strike(flags: Buffer[u8], start: int, n: int, step: int) -> int:
+    j: int = start
+    count: int = 0
+    while j < n:
+        flags[j] = 0
+        count += 1
+        j += step
+        if count > 40:
+            break
+    return count * 1000 + j
+def fill(xs: Buffer[u8], start: int, stop: int) -> int:
+    i: int = -1
+    for i in range(start, stop):
+        xs[i] = 7
+    return i
+def fill_wide(xs: Buffer[int], stop: int) -> int:
+    for i in range(stop):
+        xs[i] = 0
+    return stop
+def total(xs: Buffer[u8], start: int) -> int:
+    acc: int = start
+    for i in range(len(xs)):
+        acc += xs[i]
+    return acc
+)");
+  const std::vector<std::vector<int64_t>> strikes = {{0, 20, 3}, {5, 20, 1}, {0, 25, 4}, {-4, 20, 3}, {0, 20, 0},
+                                                     {3, 20, -1}, {0, 0, 5}, {19, 20, INT64_MAX}, {2, 20, 1 << 30}};
+  for (const auto& args : strikes) {
+    BorrowedArray f1("B", "[1] * 20"), f2("B", "[1] * 20");
+    auto [interpreted, machine] = BothWaysOnCopies(
+        *compiled, "strike", {f1.value(), IntValue(args[0]), IntValue(args[1]), IntValue(args[2])},
+        {f2.value(), IntValue(args[0]), IntValue(args[1]), IntValue(args[2])});
+    EXPECT_EQ(interpreted, machine) << args[0] << " " << args[1] << " " << args[2];
+    EXPECT_EQ(f1.contents(), f2.contents()) << args[0] << " " << args[1] << " " << args[2];
+  }
+  for (auto [start, stop] : std::vector<std::pair<int64_t, int64_t>>{{0, 10}, {3, 8}, {5, 5}, {7, 3}, {0, 12}, {-2, 4}}) {
+    BorrowedArray x1("B", "[0] * 10"), x2("B", "[0] * 10");
+    auto [interpreted, machine] = BothWaysOnCopies(*compiled, "fill", {x1.value(), IntValue(start), IntValue(stop)},
+                                                   {x2.value(), IntValue(start), IntValue(stop)});
+    EXPECT_EQ(interpreted, machine) << start << " " << stop;
+    EXPECT_EQ(x1.contents(), x2.contents()) << start << " " << stop;
+  }
+  for (int64_t stop : {0, 4, 6, 7}) {
+    BorrowedArray x1("q", "[3] * 6"), x2("q", "[3] * 6");
+    auto [interpreted, machine] =
+        BothWaysOnCopies(*compiled, "fill_wide", {x1.value(), IntValue(stop)}, {x2.value(), IntValue(stop)});
+    EXPECT_EQ(interpreted, machine) << stop;
+    EXPECT_EQ(x1.contents(), x2.contents()) << stop;
+  }
+  for (int64_t start : {int64_t{0}, INT64_MAX - 255 * 300, INT64_MAX - 255 * 299, INT64_MIN}) {
+    BorrowedArray xs("B", "[255] * 300");
+    ExpectSame(*compiled, "total", {xs.value(), IntValue(start)});
+  }
+}
+
 // An outer loop whose guard fails runs on the interpreter, which enters the
 // machine code again at the inner loop's head: that entry must check the outer
 // loop's hoisted accesses too (xs[r] after the inner loop, one row too many).
