@@ -226,7 +226,13 @@ void X86Backend::Mul(const Int& dst, const Int& a, const Int& b) {
 
 void X86Backend::MulImm(const Int& dst, const Int& a, int32_t imm) { cc_.imul(dst, a, imm); }
 
+// Unchecked adds set no flag anyone reads: into a third register, one lea
+// instead of a move and an add.
 void X86Backend::Add(const Int& dst, const Int& a, const Int& b) {
+  if (dst.id() != a.id() && dst.id() != b.id()) {
+    cc_.lea(dst, x86::ptr(a, b));
+    return;
+  }
   Binary(dst, a, b, true, [&](const Int& d, const Int& s) { cc_.add(d, s); });
 }
 
@@ -239,7 +245,10 @@ void X86Backend::AddScaled(const Int& dst, const Int& a, const Int& b, int shift
 }
 
 void X86Backend::AddImm(const Int& dst, const Int& a, int32_t imm) {
-  Mov(dst, a);
+  if (dst.id() != a.id()) {
+    cc_.lea(dst, x86::ptr(a, imm));
+    return;
+  }
   cc_.add(dst, imm);
 }
 
