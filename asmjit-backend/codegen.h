@@ -189,6 +189,7 @@ class CodeGen {
     FindWhileLoops();
     FindFoldedChains();
     FindUnneededBaseDefinitions();
+    FindStridedAccesses();
     FindCommonSubexpressions();
     FindFoldedOffsets();
     FindLoopDepths();
@@ -672,6 +673,56 @@ class CodeGen {
     }
   }
 
+  // Strength reduction of affine accesses (FindAffineAccesses): for
+  // `b[k * n + j]` in the loop over k (an ADD_I then the access, or the
+  // access's own LOADX/STOREX sum), with j and n unchanged by the loop and
+  // nothing but the access reading k * n and k * n + j (no side exit in
+  // between hands them to the interpreter either), the multiply and the add
+  // go unmade. The access is based[k] instead, with based = data + (first -
+  // low) * size set by the guard (first: the index at the loop's first
+  // iteration, low; so that based[low] is the first element) and moved by
+  // (s - 1) * size bytes at each back edge: one add per iteration in place
+  // of a multiply and an add. (Addresses wrap as the products would: only
+  // the element's address need be exact.) Not in unrolled loops, which have
+  // no back edge, nor in loops counting down.
+  void FindStridedAccesses() {
+    // Whether R[reg], written at def, is read only at `use` until it dies or
+    // is written again, with no exit on the way but from `skipped` pcs.
+    auto only_for = [&](int def, int use, const std::set<int>& skipped) {
+      const int reg = fn_.code[def].a;
+      for (int at = def + 1; at < static_cast<int>(fn_.code.size()); ++at) {
+        if (!live_in_[at][reg]) return true;
+        if (targets_[at]) return false;
+        const Instr& in = fn_.code[at];
+        RegisterSet reads, writes;
+        RegistersOf(fn_, in, &reads, &writes);
+        if ((reads[reg] && at != use) || (InfoOf(in.op).flags & (kFlagJump | kFlagEnd))) return false;
+        if (!skipped.count(at) && at != use && MayExit(at)) return false;
+        if (writes[reg]) return at == use || skipped.count(at) == 0;
+      }
+      return true;
+    };
+    for (auto& [header, loop] : counted_loops_) {
+      if (loop.down || unrolled_.count(header) || fills_.count(header)) continue;
+      for (AffineAccess& access : loop.affine) {
+        // (A LOADX/STOREX second register is one more term: product_def is
+        // then the index's own definition, and there is no sum.)
+        if (access.scale < 0 || access.product_def < 0 || (access.extra && access.sum_def >= 0)) continue;
+        bool invariant_terms = true;
+        for (const auto& term : access.terms) invariant_terms = invariant_terms && term.def < 0 && !term.minus;
+        if (!invariant_terms || unneeded_[access.product_def]) continue;
+        const std::set<int> skipped = {access.product_def, access.sum_def};
+        const int product_use = access.sum_def >= 0 ? access.sum_def : access.pc;
+        if (!only_for(access.product_def, product_use, skipped)) continue;
+        if (access.sum_def >= 0 && !only_for(access.sum_def, access.pc, skipped)) continue;
+        access.strided = true;
+        unneeded_[access.product_def] = true;
+        if (access.sum_def >= 0) unneeded_[access.sum_def] = true;
+        strided_[access.pc] = {header, &access};
+      }
+    }
+  }
+
   // Whether the machine code for the instruction at pc may leave for the
   // interpreter (conservatively: all but a few that cannot).
   bool MayExit(int pc) const {
@@ -804,6 +855,15 @@ class CodeGen {
       bool minus = false;
     };
     std::vector<Term> terms;
+    // Where the access and its index are made: the access, the MUL_I of
+    // counter * s, and the ADD_I adding the term (-1 if none).
+    int pc = -1, product_def = -1, sum_def = -1;
+    bool extra = false;  // (a LOADX/STOREX second register: the first term)
+    // Strength-reduced (FindStridedAccesses): the access is based[counter]
+    // with `based` moved by `delta` = (s - 1) * size bytes per iteration, so
+    // the body computes no index; `based` and `delta` are set by the guard.
+    bool strided = false;
+    Int based, delta;
   };
   // An unrolled loop's copy being emitted (EmitUnrolled): the counter's
   // value there, and the trip, by which it is past the value its register
@@ -909,12 +969,15 @@ class CodeGen {
         std::swap(index, extra);  // (the affine one first)
       }
       AffineAccess access{buffer, store, -1, {}};
+      access.pc = pc;
+      access.extra = extra >= 0;
       if (extra >= 0) access.terms.push_back({extra, -1});
       const int def = last_write(index, pc);
       if (def < 0) continue;
       const Instr& sum = fn_.code[def];
       access.scale = scale_of(def);
       bool affine = access.scale >= 0;
+      if (affine) access.product_def = def;
       if (!affine && sum.op == Op::ADD_I && sum.b != sum.c) {
         for (auto [product, term] : {std::pair<int, int>{sum.b, sum.c}, std::pair<int, int>{sum.c, sum.b}}) {
           if (term == loop.counter) continue;
@@ -928,6 +991,8 @@ class CodeGen {
           } else {
             access.scale = scale_of(last_write(product, def));
             if (access.scale < 0) continue;
+            access.product_def = last_write(product, def);
+            access.sum_def = def;
           }
           affine = true;
           access.terms.push_back({term, term_def});
@@ -1742,7 +1807,7 @@ class CodeGen {
     }
     // Affine indexes: in range at the first and the last iteration (either
     // may be the larger), so at every one. An overflow on the way leaves.
-    for (const AffineAccess& access : loop.affine) {
+    for (AffineAccess& access : loop.affine) {
       Int first = b_.NewInt(), last = b_.NewInt();
       b_.AddImm(last, end, -1);  // (end > low: no overflow)
       if (access.scale >= 0) {
@@ -1769,6 +1834,18 @@ class CodeGen {
       for (const Int& index : {first, last}) {
         b_.BranchIntImm(IntCond::kLt, index, 0, Exit());
         b_.BranchInt(IntCond::kGe, index, bound, Exit());
+      }
+      if (access.strided) {  // based = data + (first - low) * size; delta = (s - 1) * size
+        const int size = InfoOf(fn_.registers[access.buffer].elem).size;
+        if (!access.based.isValid()) {
+          access.based = b_.NewInt();
+          access.delta = b_.NewInt();
+        }
+        Int offset = b_.NewInt();
+        b_.Sub(offset, first, low);
+        b_.AddScaled(access.based, data_[access.buffer], offset, __builtin_ctz(size));
+        b_.AddImm(access.delta, I(access.scale), -1);
+        b_.MulImm(access.delta, access.delta, size);
       }
     }
     // The loop gets its own copy of each buffer's data pointer: a short-lived
@@ -2814,6 +2891,9 @@ class CodeGen {
   // interpreter runs both again.
   Int IndexRegister(int buffer, int reg, bool store = false) {
     if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
+    if (auto strided = strided_.find(pc_); strided != strided_.end()) {  // (Data() is `based`)
+      return UncheckedIndex(counted_loops_.at(strided->second.first).counter);
+    }
     if (!checked_[pc_]) {  // (proved by a guard or a test: no check)
       if (auto based = access_base_.find(pc_); based != access_base_.end() && based->second >= 0) {
         return UncheckedIndex(counted_loops_.at(access_loop_.at(pc_)).counter);  // Data() is data + base * size
@@ -2989,6 +3069,9 @@ class CodeGen {
   // loop's guard proved it; a known operand is added as an immediate.
   Int SumIndex(int buffer, int base, int offset, bool store = false) {
     if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
+    if (auto strided = strided_.find(pc_); strided != strided_.end()) {  // (Data() is `based`)
+      return UncheckedIndex(counted_loops_.at(strided->second.first).counter);
+    }
     auto based = access_base_.find(pc_);
     if (based != access_base_.end() && based->second >= 0) {
       return UncheckedIndex(counted_loops_.at(access_loop_.at(pc_)).counter);  // Data() is data + base * size
@@ -3026,6 +3109,7 @@ class CodeGen {
   // The data pointer to use at this pc: the loop's copy for a hoisted access
   // or a local buffer.
   const Int& Data(int buffer) {
+    if (auto strided = strided_.find(pc_); strided != strided_.end()) return strided->second.second->based;
     if (const CountedLoop* local = LocalLoop(pc_)) return local->data.at(buffer);
     auto loop = access_loop_.find(pc_);
     if (loop == access_loop_.end()) return data_[buffer];
@@ -3639,6 +3723,9 @@ class CodeGen {
         auto chunked = counted_loops_.find(d);
         if (chunked != counted_loops_.end() && chunked->second.left.isValid()) {
           CountedLoop& loop = chunked->second;
+          for (AffineAccess& access : loop.affine) {
+            if (access.strided) b_.Add(access.based, access.based, access.delta);
+          }
           b_.AddImm(I(a), I(a), 1);
           b_.DecrementAndBranchPositive(loop.left, loop.body);
           BranchCompare(IntCond::kGe, a, bb, end);
@@ -3863,6 +3950,7 @@ class CodeGen {
   std::vector<RangedLoop> ranged_loops_;
   std::map<int, Label> bodies_;              // by header: past the guard
   std::map<int, int> unrolled_;              // by header: the trip count of a loop run unrolled
+  std::map<int, std::pair<int, AffineAccess*>> strided_;  // strength-reduced access pc -> (loop header, access)
   std::map<int, int> fills_;                 // by header: the byte a filling loop stores (FillByte)
   std::map<int, WhileLoop> while_loops_;     // by header: while loops with a guard (FindWhileLoops)
   std::vector<bool> checked_;                // per pc: whether its bounds are checked where it runs

@@ -682,6 +682,46 @@ def total(xs: Buffer[u8], start: int) -> int:
   }
 }
 
+// b[k * n + j] in the loop over k is made through a pointer moved by n
+// elements per iteration (FindStridedAccesses): loads and stores, of f32
+// (ADD_I then LOAD_F) and of float and int64 (LOADX/STOREX), strides that
+// leave the buffer, negative and zero strides.
+TEST_F(Jit, StridedAccesses) {
+  auto compiled = Compile(R"(
+from ppy import Buffer, f32
+def column32(b: Buffer[f32], n: int, j: int) -> float:
+    acc: float = 0.0
+    for k in range(n):
+        acc += b[k * n + j]
+    return acc
+def column(b: Buffer[float], start: int, stop: int, n: int, j: int) -> float:
+    acc: float = 0.0
+    for k in range(start, stop):
+        acc += b[k * n + j]
+    return acc
+def scatter(out: Buffer[int], n: int, stride: int, j: int) -> int:
+    for k in range(n):
+        out[k * stride + j] = k + 1
+    return n
+)");
+  for (int64_t j : {0, 2, 3, 4, -1, -5, 9}) {
+    BorrowedArray b32("f", "[float(k % 5) - 1.5 for k in range(16)]");
+    ExpectSame(*compiled, "column32", {b32.value(), IntValue(4), IntValue(j)});
+  }
+  for (auto [start, stop] : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {1, 4}, {3, 1}, {-1, 4}, {0, 5}}) {
+    BorrowedArray b("d", "[float(k % 7) for k in range(16)]");
+    ExpectSame(*compiled, "column", {b.value(), IntValue(start), IntValue(stop), IntValue(4), IntValue(1)});
+  }
+  for (auto [stride, j] : std::vector<std::pair<int64_t, int64_t>>{{3, 0}, {3, 2}, {0, 4}, {-2, 12}, {-2, 5}, {2, -1}}) {
+    BorrowedArray o1("q", "[0] * 13"), o2("q", "[0] * 13");
+    auto [interpreted, machine] =
+        BothWaysOnCopies(*compiled, "scatter", {o1.value(), IntValue(6), IntValue(stride), IntValue(j)},
+                         {o2.value(), IntValue(6), IntValue(stride), IntValue(j)});
+    EXPECT_EQ(interpreted, machine) << stride << " " << j;
+    EXPECT_EQ(o1.contents(), o2.contents()) << stride << " " << j;
+  }
+}
+
 // An outer loop whose guard fails runs on the interpreter, which enters the
 // machine code again at the inner loop's head: that entry must check the outer
 // loop's hoisted accesses too (xs[r] after the inner loop, one row too many).
