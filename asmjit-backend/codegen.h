@@ -115,6 +115,7 @@ class CodeGen {
         b_.Bind(labels_[pc_]);
         ranges_.clear();  // (what the block before knew: not on every path here)
         nonzero_floats_.clear();
+        sign_free_floats_.clear();
       }
       auto loop = counted_loops_.find(pc_);
       depth_marks_[b_.compiler().cursor()] = depth_[pc_];
@@ -2227,14 +2228,28 @@ class CodeGen {
         break;
       default: break;
     }
+    // Floats that are >= 0 or NaN (never below 0): a square, abs, sqrt, and
+    // sums, products and quotients of such. sqrt of one needs no domain
+    // check (sqrt(NaN) is NaN in Python too): `sqrt(dx*dx + dy*dy + dz*dz)`.
+    bool sign_free = false;
+    auto free = [&](int reg) { return sign_free_floats_.count(reg) > 0; };
+    switch (in.op) {
+      case Op::MUL_F: sign_free = in.b == in.c || (free(in.b) && free(in.c)); break;
+      case Op::ADD_F: case Op::DIV_F: sign_free = free(in.b) && free(in.c); break;
+      case Op::MOVE_F: sign_free = free(in.b); break;
+      case Op::ABS_F: case Op::SQRT_F: sign_free = true; break;
+      default: break;
+    }
     if (auto known = KnownResult(in)) result = Range{*known, *known};  // (a constant the code moved)
     for (int reg = 0; reg < fn_.num_registers(); ++reg) {
       if (!writes[reg]) continue;
       ranges_.erase(reg);
       nonzero_floats_.erase(reg);
+      sign_free_floats_.erase(reg);
     }
     if (result && writes[in.a]) ranges_[in.a] = *result;
     if (nonzero_float) nonzero_floats_.insert(in.a);
+    if (sign_free) sign_free_floats_.insert(in.a);
     if (in.op == Op::JLT_I || in.op == Op::JLE_I) NoteFallThrough(in);
   }
 
@@ -3298,6 +3313,7 @@ class CodeGen {
     if (targets_[pc_]) {
       ranges_.clear();
       nonzero_floats_.clear();
+      sign_free_floats_.clear();
     }
     // Offsets folded into this emission's addresses, not an earlier one's
     // of the same pc (an unrolled copy's).
@@ -3840,7 +3856,9 @@ class CodeGen {
       }
 
       case Op::SQRT_F:
-        b_.BranchFloat(FloatCond::kNotGe, F(bb), Zero(), Exit());  // negative or NaN
+        if (!sign_free_floats_.count(bb)) {  // negative or NaN (which the interpreter takes)
+          b_.BranchFloat(FloatCond::kNotGe, F(bb), Zero(), Exit());
+        }
         b_.FSqrt(F(a), F(bb));
         break;
       case Op::MATH_F: {
@@ -3962,6 +3980,7 @@ class CodeGen {
   std::map<int, Range> ranges_;              // int register -> its range here, from this block's arithmetic
   std::map<int, Range> stable_ranges_;       // an inlined callee's unwritten parameters' ranges
   std::set<int> nonzero_floats_;             // float registers known nonzero here (I2F of a range without 0)
+  std::set<int> sign_free_floats_;           // float registers known >= 0 or NaN here (see NoteRanges)
   std::vector<int> same_as_;                 // per pc: the register holding what it computes already, or -1
   std::set<int> copied_from_;                // registers some same_as_ copies from
   std::map<int, int> local_owner_;           // access pc -> the loop that copied its buffer's view (local_buffers)
