@@ -2543,6 +2543,21 @@ class CodeGen {
       if (is_float) b_.FloatFromBits(floats_[reg], bits);
       else b_.MovImm(ints_[reg], static_cast<int64_t>(bits));
     }
+    // The float register every return returns (`return 1.0 / d`) is the
+    // caller's result register itself: no copy at the return. Not when an
+    // argument is that register (`acc = f(acc)`: writing it would clobber
+    // the parameter), nor for a parameter, a constant or one read first.
+    int returned = -1;
+    for (const Instr& in : fn_.code) {
+      if (in.op == Op::RET_F) returned = (returned == -1 || returned == in.a) ? in.a : -2;
+    }
+    if (returned >= fn_.num_params() && !fn_.IsConstantRegister(returned) && !live_in_[0][returned]) {
+      bool clobbers = false;
+      for (int param = 0; param < fn_.num_params(); ++param) {
+        if (KindOf(param) == Kind::kFloat) clobbers |= floats_[param].id() == inline_result_float_.id();
+      }
+      if (!clobbers) floats_[returned] = inline_result_float_;
+    }
     for (pc_ = 0; pc_ < n; ++pc_) {
       if (targets_[pc_]) b_.Bind(labels_[pc_]);
       Instruction(fn_.code[pc_]);
