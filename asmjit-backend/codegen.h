@@ -188,6 +188,7 @@ class CodeGen {
     }
     FindLengthBoundedLoads();
     FindWhileLoops();
+    FindIncrementsBelowLimits();
     FindFoldedChains();
     FindUnneededBaseDefinitions();
     FindStridedAccesses();
@@ -383,6 +384,63 @@ class CodeGen {
         }
       }
       if (!loop.steps.empty() || !loop.bounds.empty()) while_loops_[header] = loop;
+    }
+  }
+
+  // `i += 1` where `i < n` holds, on every path to it, since a test with
+  // neither written after: i + 1 <= n <= INT64_MAX, no overflow check (a
+  // tokenizer's `while i < n: c = text[i]; if c == 32: i += 1 ...`, where
+  // the add sits after a join the block-local ranges forget). A forward
+  // dataflow over the function of facts R[x] < R[m]: made by the fall-through
+  // of JLE_I m, x and the taken branch of JLT_I x, m, killed by a write of
+  // either, met by intersection at joins.
+  void FindIncrementsBelowLimits() {
+    const int n = static_cast<int>(fn_.code.size());
+    using Facts = std::vector<std::pair<int, int>>;  // (x, m): R[x] < R[m]
+    std::vector<std::optional<Facts>> in(n);          // nullopt: not reached yet
+    in[0] = Facts{};
+    auto meet = [&](int to, const Facts& facts) {
+      if (to < 0 || to >= n) return false;
+      if (!in[to]) {
+        in[to] = facts;
+        return true;
+      }
+      Facts kept;
+      for (const auto& fact : *in[to]) {
+        if (std::find(facts.begin(), facts.end(), fact) != facts.end()) kept.push_back(fact);
+      }
+      if (kept.size() == in[to]->size()) return false;
+      in[to] = std::move(kept);
+      return true;
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int pc = 0; pc < n; ++pc) {
+        if (!in[pc]) continue;
+        const Instr& ins = fn_.code[pc];
+        RegisterSet reads, writes;
+        RegistersOf(fn_, ins, &reads, &writes);
+        Facts out;
+        for (const auto& [x, m] : *in[pc]) {
+          if (!writes[x] && !writes[m]) out.emplace_back(x, m);
+        }
+        Facts fall = out, taken = out;
+        if (ins.op == Op::JLE_I && ins.a != ins.b) fall.emplace_back(ins.b, ins.a);
+        if (ins.op == Op::JLT_I && ins.a != ins.b) taken.emplace_back(ins.a, ins.b);
+        const uint32_t flags = InfoOf(ins.op).flags;
+        if (!(flags & kFlagEnd)) changed |= meet(pc + 1, fall);
+        if (flags & kFlagJump) changed |= meet(ins.d, taken);
+      }
+    }
+    for (int pc = 0; pc < n; ++pc) {
+      const Instr& ins = fn_.code[pc];
+      if (ins.op != Op::ADD_I || !in[pc]) continue;
+      for (auto [x, k] : {std::pair<int, int>{ins.b, ins.c}, std::pair<int, int>{ins.c, ins.b}}) {
+        if (!ConstantInRange(k, 0, 1)) continue;
+        for (const auto& fact : *in[pc]) {
+          if (fact.first == x) within_guard_.insert(pc);
+        }
+      }
     }
   }
 
@@ -1707,7 +1765,8 @@ class CodeGen {
   // chunk's end, out of line: the loop's end if x >= m, else the next chunk.
   void EmitWhileTest(WhileLoop& loop, int exit) {
     b_.BranchInt(IntCond::kGe, I(loop.x), loop.lim, loop.chunk_end);
-    b_.AlignLoop();  // (where the back edge goes)
+    // (No alignment padding here: every entry would run it, and such loops
+    // are often entered for a few iterations, once per token of a tokenizer.)
     b_.Bind(loop.after_test);
     ColdAtThisPc([=, this, &loop] {
       b_.Bind(loop.chunk_end);
