@@ -1867,16 +1867,65 @@ class CodeGen {
     }
     // Affine indexes: in range at the first and the last iteration (either
     // may be the larger), so at every one. An overflow on the way leaves.
-    for (AffineAccess& access : loop.affine) {
+    // Accesses that differ only by constants added (s[q], s[q + 1] ...
+    // s[q + 5], the load and the store of s[q + 3]) are checked as a group:
+    // counter * s once per scale, the group's other terms once, then the
+    // least constant against 0 and the greatest against the length (the
+    // store length if any of them stores), at both ends.
+    std::map<int, std::pair<Int, Int>> products;  // scale register (-1: the counter) -> (first, last)
+    auto product = [&](int scale) {
+      if (auto known = products.find(scale); known != products.end()) return known->second;
       Int first = b_.NewInt(), last = b_.NewInt();
       b_.AddImm(last, end, -1);  // (end > low: no overflow)
-      if (access.scale >= 0) {
-        b_.MulChecked(first, low, I(access.scale), Exit());
-        b_.MulChecked(last, last, I(access.scale), Exit());
+      if (scale >= 0) {
+        b_.MulChecked(first, low, I(scale), Exit());
+        b_.MulChecked(last, last, I(scale), Exit());
       } else {
         b_.Mov(first, low);
       }
+      return products[scale] = {first, last};
+    };
+    auto constant_term = [&](const typename AffineAccess::Term& term) {
+      return term.def < 0 && ConstantInRange(term.reg, INT32_MIN / 2, INT32_MAX / 2);
+    };
+    struct Group {
+      int buffer, scale;
+      std::vector<typename AffineAccess::Term> terms;  // the terms that are not constants
+      int64_t low = INT64_MAX, high = INT64_MIN;
+      bool store = false;
+      std::vector<std::pair<AffineAccess*, int64_t>> members;  // with each one's constant
+    };
+    std::vector<Group> groups;
+    for (AffineAccess& access : loop.affine) {
+      std::vector<typename AffineAccess::Term> terms;
+      int64_t constant = 0;
       for (const auto& term : access.terms) {
+        if (!constant_term(term)) terms.push_back(term);
+        else constant += term.minus ? -ConstantValueOf(term.reg) : ConstantValueOf(term.reg);
+      }
+      auto same = [&](const Group& group) {
+        if (group.buffer != access.buffer || group.scale != access.scale || group.terms.size() != terms.size()) {
+          return false;
+        }
+        for (size_t t = 0; t < terms.size(); ++t) {
+          const auto &x = group.terms[t], &y = terms[t];
+          if (x.reg != y.reg || x.def != y.def || x.minus != y.minus) return false;
+        }
+        return true;
+      };
+      auto group = std::find_if(groups.begin(), groups.end(), same);
+      if (group == groups.end()) group = groups.insert(groups.end(), Group{access.buffer, access.scale, terms});
+      group->low = std::min(group->low, constant);
+      group->high = std::max(group->high, constant);
+      group->store |= access.store;
+      group->members.emplace_back(&access, constant);
+    }
+    for (Group& group : groups) {
+      const auto [product_first, product_last] = product(group.scale);
+      Int first = b_.NewInt(), last = b_.NewInt();
+      b_.Mov(first, product_first);
+      b_.Mov(last, product_last);
+      for (const auto& term : group.terms) {
         Int value = I(term.reg);
         if (term.def >= 0) {  // what the loop's computation will give
           value = b_.NewInt();
@@ -1890,22 +1939,34 @@ class CodeGen {
           b_.AddChecked(last, last, value, Exit());
         }
       }
-      const Int& bound = access.store ? store_length_[access.buffer] : length_[access.buffer];
+      const Int& bound = group.store ? store_length_[group.buffer] : length_[group.buffer];
       for (const Int& index : {first, last}) {
-        b_.BranchIntImm(IntCond::kLt, index, 0, Exit());
-        b_.BranchInt(IntCond::kGe, index, bound, Exit());
+        Int least = index, most = index;
+        if (group.low != 0) {
+          least = b_.NewInt();
+          b_.AddCheckedImm(least, index, static_cast<int32_t>(group.low), Exit());
+        }
+        if (group.high != 0) {
+          most = b_.NewInt();
+          b_.AddCheckedImm(most, index, static_cast<int32_t>(group.high), Exit());
+        }
+        b_.BranchIntImm(IntCond::kLt, least, 0, Exit());
+        b_.BranchInt(IntCond::kGe, most, bound, Exit());
       }
-      if (access.strided) {  // based = data + (first - low) * size; delta = (s - 1) * size
-        const int size = InfoOf(fn_.registers[access.buffer].elem).size;
-        if (!access.based.isValid()) {
-          access.based = b_.NewInt();
-          access.delta = b_.NewInt();
+      for (auto [access, constant] : group.members) {
+        if (!access->strided) continue;
+        // based = data + (first + constant - low) * size; delta = (s - 1) * size
+        const int size = InfoOf(fn_.registers[access->buffer].elem).size;
+        if (!access->based.isValid()) {
+          access->based = b_.NewInt();
+          access->delta = b_.NewInt();
         }
         Int offset = b_.NewInt();
         b_.Sub(offset, first, low);
-        b_.AddScaled(access.based, data_[access.buffer], offset, __builtin_ctz(size));
-        b_.AddImm(access.delta, I(access.scale), -1);
-        b_.MulImm(access.delta, access.delta, size);
+        if (constant != 0) b_.AddImm(offset, offset, static_cast<int32_t>(constant));
+        b_.AddScaled(access->based, data_[access->buffer], offset, __builtin_ctz(size));
+        b_.AddImm(access->delta, I(access->scale), -1);
+        b_.MulImm(access->delta, access->delta, size);
       }
     }
     // The loop gets its own copy of each buffer's data pointer: a short-lived
