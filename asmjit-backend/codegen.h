@@ -1816,7 +1816,81 @@ class CodeGen {
       if (elements[key].empty()) order.push_back(key);
       elements[key].push_back(pc);
     }
+    // Elements that differ only by a constant added to one value (nbody's
+    // s[p], s[p + 1] ... s[p + 5]) share one register, the value itself,
+    // with each constant in the address: the guard checks the least and the
+    // greatest index inside the buffer, so that none needs Python's negative
+    // index rule (a group that would leaves for the interpreter). One
+    // register instead of six keeps the loop's values in registers.
+    struct Offset {
+      int root = -1, root_pc = -1;  // the register, and where its value is read
+      int64_t key = 0, k = 0;       // its value key; the constant
+    };
+    auto offset_of = [&](int pc) -> std::optional<Offset> {
+      int buffer = 0, base = -1, index = 0;
+      bool store = false;
+      FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store);
+      constexpr int64_t kFar = int64_t{1} << 20;
+      Offset offset{index, pc};
+      if (base >= 0) {
+        if (ConstantInRange(index, -kFar, kFar)) offset = {base, pc, 0, ConstantValueOf(index)};
+        else if (ConstantInRange(base, -kFar, kFar)) offset = {index, pc, 0, ConstantValueOf(base)};
+        else return std::nullopt;
+      }
+      const int end = loop_end_.at(loop.header);
+      if (const int def = StraightPathWrite(offset.root, pc, loop.header); def >= 0) {
+        const Instr& sum = fn_.code[def];
+        const bool add = sum.op == Op::ADD_I, sub = sum.op == Op::SUB_I;
+        int y = -1;
+        int64_t c = 0;
+        if ((add || sub) && ConstantInRange(sum.c, -kFar, kFar)) y = sum.b, c = ConstantValueOf(sum.c);
+        else if (add && ConstantInRange(sum.b, -kFar, kFar)) y = sum.c, c = ConstantValueOf(sum.b);
+        if (y < 0 || y == sum.a) return std::nullopt;
+        offset = {y, def, 0, offset.k + (sub ? -c : c)};
+      }
+      if (WrittenIn(offset.root, loop.header, end)) {
+        const int def = StraightPathWrite(offset.root, offset.root_pc, loop.header);
+        if (def < 0 || !invariant_values_.count(def)) return std::nullopt;
+        offset.key = def;
+      } else {
+        offset.key = -1 - offset.root;
+      }
+      return offset;
+    };
+    std::map<std::pair<int, int64_t>, std::vector<std::pair<std::tuple<int, int, int>, Offset>>> by_value;
     for (const auto& key : order) {
+      if (auto offset = offset_of(elements.at(key).front())) by_value[{std::get<0>(key), offset->key}].push_back({key, *offset});
+    }
+    std::set<std::tuple<int, int, int>> grouped;
+    for (const auto& [group_key, members] : by_value) {
+      int64_t low = INT64_MAX, high = INT64_MIN;
+      bool any_store = false;
+      for (const auto& [key, offset] : members) {
+        low = std::min(low, offset.k);
+        high = std::max(high, offset.k);
+        for (int at : elements.at(key)) any_store |= StoresInto(fn_.code[at]) >= 0;
+      }
+      if (low == high) continue;  // (one element: the usual way, Python's rule and all)
+      const int buffer = group_key.first;
+      const Offset& first = members.front().second;
+      Int& value = grouped_values_[group_key];
+      if (!value.isValid()) value = b_.NewInt();
+      b_.Mov(value, InvariantValueAt(first.root, first.root_pc, loop));
+      Int least = b_.NewInt(), most = b_.NewInt();
+      b_.AddCheckedImm(least, value, static_cast<int32_t>(low), Exit());
+      b_.AddCheckedImm(most, value, static_cast<int32_t>(high), Exit());
+      b_.BranchIntImm(IntCond::kLt, least, 0, Exit());
+      b_.BranchInt(IntCond::kGe, most, any_store ? store_length_[buffer] : length_[buffer], Exit());
+      for (const auto& [key, offset] : members) {
+        grouped.insert(key);
+        for (int at : elements.at(key)) {
+          grouped_offsets_[at] = {value, offset.k};
+          hoisted_indexes_[at] = value;  // (for OnlyCheckedIndexesRead; IndexRegister asks grouped_offsets_ first)
+        }
+      }
+    }
+    for (const auto& key : order) {
+      if (grouped.count(key)) continue;
       const std::vector<int>& pcs = elements.at(key);
       const int pc = pcs.front();
       int buffer = 0, base = -1, index = 0;
@@ -3040,6 +3114,10 @@ class CodeGen {
   // is checked only here: outside, the code leaves at the conversion, and the
   // interpreter runs both again.
   Int IndexRegister(int buffer, int reg, bool store = false) {
+    if (auto grouped = grouped_offsets_.find(pc_); grouped != grouped_offsets_.end()) {
+      sum_offset_ = {pc_, grouped->second.second};  // into the address (ElementOffset)
+      return grouped->second.first;
+    }
     if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
     if (auto strided = strided_.find(pc_); strided != strided_.end()) {  // (Data() is `based`)
       return UncheckedIndex(counted_loops_.at(strided->second.first).counter);
@@ -3218,6 +3296,10 @@ class CodeGen {
   // The index of buf[R[base] + R[offset]] (LOADX, STOREX), checked unless a
   // loop's guard proved it; a known operand is added as an immediate.
   Int SumIndex(int buffer, int base, int offset, bool store = false) {
+    if (auto grouped = grouped_offsets_.find(pc_); grouped != grouped_offsets_.end()) {
+      sum_offset_ = {pc_, grouped->second.second};  // into the address (ElementOffset)
+      return grouped->second.first;
+    }
     if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
     if (auto strided = strided_.find(pc_); strided != strided_.end()) {  // (Data() is `based`)
       return UncheckedIndex(counted_loops_.at(strided->second.first).counter);
@@ -4112,6 +4194,8 @@ class CodeGen {
   std::map<int, int> invariant_owner_;       // invariant arithmetic pc -> the loop whose guard computes it
   std::map<int, Int> invariant_values_;      // invariant arithmetic pc -> what the guard computed
   std::map<int, Int> hoisted_indexes_;       // invariant access pc -> its index, checked by the guard
+  std::map<int, std::pair<Int, int64_t>> grouped_offsets_;  // grouped invariant access pc -> (value, constant)
+  std::map<std::pair<int, int64_t>, Int> grouped_values_;   // (buffer, value key) -> the group's register
   std::map<int, Range> ranges_;              // int register -> its range here, from this block's arithmetic
   std::map<int, Range> stable_ranges_;       // an inlined callee's unwritten parameters' ranges
   std::set<int> nonzero_floats_;             // float registers known nonzero here (I2F of a range without 0)

@@ -722,6 +722,39 @@ def scatter(out: Buffer[int], n: int, stride: int, j: int) -> int:
   }
 }
 
+// Accesses the loop never moves that differ only by constants share one
+// register, each constant in the address (s[p] ... s[p + 4]); and affine
+// ones that differ by constants are checked as a group (s[6 * j + k]).
+TEST_F(Jit, GroupsOfAccessesThatDifferByConstants) {
+  auto compiled = Compile(R"(
+from ppy import Buffer
+def pull(s: Buffer[float], p: int, n: int) -> float:
+    acc: float = 0.0
+    for j in range(n):
+        dx: float = s[p] - s[j]
+        acc += dx * s[p + 1] + s[p + 2]
+        s[p + 3] = s[p + 3] - dx * 0.5
+    return acc
+def rows(s: Buffer[float], n: int, back: int) -> float:
+    acc: float = 0.0
+    for j in range(n):
+        q: int = 3 * j
+        acc += s[q] + s[q + 1] * 2.0 + s[q + 2] * 3.0 - s[q - back]
+    return acc
+)");
+  for (int64_t p : {0, 3, 5, 6, -9, -4, -2, 9, -10}) {
+    BorrowedArray s1("d", "[k * 1.5 - 4.0 for k in range(9)]"), s2("d", "[k * 1.5 - 4.0 for k in range(9)]");
+    auto [interpreted, machine] = BothWaysOnCopies(*compiled, "pull", {s1.value(), IntValue(p), IntValue(5)},
+                                                   {s2.value(), IntValue(p), IntValue(5)});
+    EXPECT_EQ(interpreted, machine) << p;
+    EXPECT_EQ(s1.contents(), s2.contents()) << p;
+  }
+  for (auto [n, back] : std::vector<std::pair<int64_t, int64_t>>{{3, 0}, {3, 1}, {4, 0}, {2, 3}, {0, 1}}) {
+    BorrowedArray s("d", "[float(k) for k in range(9)]");
+    ExpectSame(*compiled, "rows", {s.value(), IntValue(n), IntValue(back)});
+  }
+}
+
 // An outer loop whose guard fails runs on the interpreter, which enters the
 // machine code again at the inner loop's head: that entry must check the outer
 // loop's hoisted accesses too (xs[r] after the inner loop, one row too many).
