@@ -397,6 +397,7 @@ class CodeGen {
   void FindIncrementsBelowLimits() {
     const int n = static_cast<int>(fn_.code.size());
     using Facts = std::vector<std::pair<int, int>>;  // (x, m): R[x] < R[m]
+    constexpr size_t kMaxFacts = 8;
     std::vector<std::optional<Facts>> in(n);          // nullopt: not reached yet
     in[0] = Facts{};
     auto meet = [&](int to, const Facts& facts) {
@@ -427,6 +428,11 @@ class CodeGen {
         Facts fall = out, taken = out;
         if (ins.op == Op::JLE_I && ins.a != ins.b) fall.emplace_back(ins.b, ins.a);
         if (ins.op == Op::JLT_I && ins.a != ins.b) taken.emplace_back(ins.a, ins.b);
+        // (At most kMaxFacts, the newest: fewer facts only keep more
+        // checks, and a large function stays quick to compile.)
+        for (Facts* facts : {&fall, &taken}) {
+          if (facts->size() > kMaxFacts) facts->erase(facts->begin());
+        }
         const uint32_t flags = InfoOf(ins.op).flags;
         if (!(flags & kFlagEnd)) changed |= meet(pc + 1, fall);
         if (flags & kFlagJump) changed |= meet(ins.d, taken);
