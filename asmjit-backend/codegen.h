@@ -3114,24 +3114,34 @@ class CodeGen {
     return !WrittenIn(buffer, first, use - 1);
   }
 
+  // The index of the access at pc_ where a loop's guard made it: a group's
+  // register, its constant in the address (ElementOffset); an invariant
+  // access's checked index; or the counter, for an access by a pointer
+  // the guard set (Data() gives it: a strided access's, or a row pointer
+  // data + base * size). Nothing for any other access.
+  std::optional<Int> GuardedIndex() {
+    if (auto grouped = grouped_offsets_.find(pc_); grouped != grouped_offsets_.end()) {
+      sum_offset_ = {pc_, grouped->second.second};
+      return grouped->second.first;
+    }
+    if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
+    if (auto strided = strided_.find(pc_); strided != strided_.end()) {
+      return UncheckedIndex(counted_loops_.at(strided->second.first).counter);
+    }
+    if (auto based = access_base_.find(pc_); based != access_base_.end() && based->second >= 0) {
+      return UncheckedIndex(counted_loops_.at(access_loop_.at(pc_)).counter);  // (never checked: FindCountedLoops)
+    }
+    return std::nullopt;
+  }
+
   // buf[R[reg]]. An index nothing reads after this instruction is normalized
   // in place. An index `int(x)` computed just before, on a backend whose
   // truncation gives INT64_MIN (outside every buffer) for what int() rejects,
   // is checked only here: outside, the code leaves at the conversion, and the
   // interpreter runs both again.
   Int IndexRegister(int buffer, int reg, bool store = false) {
-    if (auto grouped = grouped_offsets_.find(pc_); grouped != grouped_offsets_.end()) {
-      sum_offset_ = {pc_, grouped->second.second};  // into the address (ElementOffset)
-      return grouped->second.first;
-    }
-    if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
-    if (auto strided = strided_.find(pc_); strided != strided_.end()) {  // (Data() is `based`)
-      return UncheckedIndex(counted_loops_.at(strided->second.first).counter);
-    }
+    if (auto index = GuardedIndex()) return *index;
     if (!checked_[pc_]) {  // (proved by a guard or a test: no check)
-      if (auto based = access_base_.find(pc_); based != access_base_.end() && based->second >= 0) {
-        return UncheckedIndex(counted_loops_.at(access_loop_.at(pc_)).counter);  // Data() is data + base * size
-      }
       auto folded = folded_offsets_.find(pc_);
       return UncheckedIndex(folded != folded_offsets_.end() ? folded->second.first : reg);
     }
@@ -3302,18 +3312,7 @@ class CodeGen {
   // The index of buf[R[base] + R[offset]] (LOADX, STOREX), checked unless a
   // loop's guard proved it; a known operand is added as an immediate.
   Int SumIndex(int buffer, int base, int offset, bool store = false) {
-    if (auto grouped = grouped_offsets_.find(pc_); grouped != grouped_offsets_.end()) {
-      sum_offset_ = {pc_, grouped->second.second};  // into the address (ElementOffset)
-      return grouped->second.first;
-    }
-    if (auto hoisted = hoisted_indexes_.find(pc_); hoisted != hoisted_indexes_.end()) return hoisted->second;
-    if (auto strided = strided_.find(pc_); strided != strided_.end()) {  // (Data() is `based`)
-      return UncheckedIndex(counted_loops_.at(strided->second.first).counter);
-    }
-    auto based = access_base_.find(pc_);
-    if (based != access_base_.end() && based->second >= 0) {
-      return UncheckedIndex(counted_loops_.at(access_loop_.at(pc_)).counter);  // Data() is data + base * size
-    }
+    if (auto index = GuardedIndex()) return *index;
     if (Immediate(base) && !Immediate(offset)) std::swap(base, offset);
     std::optional<int32_t> k = Immediate(offset);
     if (k && *k == INT32_MIN) k.reset();
