@@ -688,6 +688,33 @@ class CodeGen {
     }
   }
 
+  // Whether R[A] of the instruction at def can go unmade: on the straight
+  // path after it, up to where it dies or is written again, only the access
+  // at `use` reads it, as its index (a load or a float store: an int
+  // store's value may be R[A] too), and no instruction may leave for the
+  // interpreter, which would read it (the access neither: the interpreter
+  // would run it again). The `unmade` pcs emit nothing: they neither read
+  // it nor leave.
+  bool OnlyIndexedBy(int def, int use, const std::set<int>& unmade = {}) const {
+    const int reg = fn_.code[def].a, n = static_cast<int>(fn_.code.size());
+    for (int at = def + 1; at < n; ++at) {
+      if (!live_in_[at][reg]) return true;
+      if (targets_[at]) return false;
+      const Instr& in = fn_.code[at];
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      if (unmade.count(at)) {
+        if (writes[reg]) return false;
+        continue;
+      }
+      const bool as_index = at == use && (StoresInto(in) < 0 || in.op == Op::STORE_F64 || in.op == Op::STORE_F ||
+                                          in.op == Op::STOREX_F64);
+      if ((reads[reg] && !as_index) || MayExit(at) || (InfoOf(in.op).flags & (kFlagJump | kFlagEnd))) return false;
+      if (writes[reg]) return true;
+    }
+    return false;
+  }
+
   // A base the loop recomputes for hoisted accesses (buf[t + i], t = a + b
   // each iteration) need not be computed in the loop when nothing else reads
   // it: the guard computed its value, and no side exit between the computation
@@ -696,27 +723,7 @@ class CodeGen {
     // The sum t + counter of an access that became buf[t + counter] (see
     // FindCountedLoops): unmade if, up to where it is written again or
     // dies, only that access reads it and nothing may leave before.
-    for (const auto& [pc, def] : access_index_def_) {
-      const int reg = fn_.code[def].a;
-      bool skippable = false;
-      for (int at = def + 1; at < static_cast<int>(fn_.code.size()); ++at) {
-        if (!live_in_[at][reg]) {
-          skippable = true;
-          break;
-        }
-        if (targets_[at]) break;
-        const Instr& in = fn_.code[at];
-        RegisterSet reads, writes;
-        RegistersOf(fn_, in, &reads, &writes);
-        const bool this_access = at == pc && (StoresInto(in) < 0 || in.op == Op::STORE_F64 || in.op == Op::STORE_F);
-        if ((reads[reg] && !this_access) || MayExit(at) || (InfoOf(in.op).flags & (kFlagJump | kFlagEnd))) break;
-        if (writes[reg]) {
-          skippable = true;
-          break;
-        }
-      }
-      unneeded_[def] = skippable;
-    }
+    for (const auto& [pc, def] : access_index_def_) unneeded_[def] = OnlyIndexedBy(def, pc);
     for (const auto& [pc, def] : access_base_def_) {
       if (def < 0 || unneeded_[def]) continue;
       const int reg = fn_.code[def].a;
@@ -741,32 +748,16 @@ class CodeGen {
   // Strength reduction of affine accesses (FindAffineAccesses): for
   // `b[k * n + j]` in the loop over k (an ADD_I then the access, or the
   // access's own LOADX/STOREX sum), with j and n unchanged by the loop and
-  // nothing but the access reading k * n and k * n + j (no side exit in
-  // between hands them to the interpreter either), the multiply and the add
-  // go unmade. The access is based[k] instead, with based = data + (first -
-  // low) * size set by the guard (first: the index at the loop's first
-  // iteration, low; so that based[low] is the first element) and moved by
-  // (s - 1) * size bytes at each back edge: one add per iteration in place
-  // of a multiply and an add. (Addresses wrap as the products would: only
+  // nothing but the access reading k * n and k * n + j, as its index, and
+  // no side exit handing them to the interpreter (OnlyIndexedBy), the
+  // multiply and the add go unmade. The access is based[k] instead, with
+  // based = data + (first - low) * size set by the guard (first: the index
+  // at the loop's first iteration, low; so that based[low] is the first
+  // element) and moved by (s - 1) * size bytes at each back edge: one add
+  // per iteration in place of a multiply and an add. (Addresses wrap as the products would: only
   // the element's address need be exact.) Not in unrolled loops, which have
   // no back edge, nor in loops counting down.
   void FindStridedAccesses() {
-    // Whether R[reg], written at def, is read only at `use` until it dies or
-    // is written again, with no exit on the way but from `skipped` pcs.
-    auto only_for = [&](int def, int use, const std::set<int>& skipped) {
-      const int reg = fn_.code[def].a;
-      for (int at = def + 1; at < static_cast<int>(fn_.code.size()); ++at) {
-        if (!live_in_[at][reg]) return true;
-        if (targets_[at]) return false;
-        const Instr& in = fn_.code[at];
-        RegisterSet reads, writes;
-        RegistersOf(fn_, in, &reads, &writes);
-        if ((reads[reg] && at != use) || (InfoOf(in.op).flags & (kFlagJump | kFlagEnd))) return false;
-        if (!skipped.count(at) && at != use && MayExit(at)) return false;
-        if (writes[reg]) return at == use || skipped.count(at) == 0;
-      }
-      return true;
-    };
     for (auto& [header, loop] : counted_loops_) {
       if (loop.down || unrolled_.count(header) || fills_.count(header)) continue;
       for (AffineAccess& access : loop.affine) {
@@ -776,10 +767,9 @@ class CodeGen {
         bool invariant_terms = true;
         for (const auto& term : access.terms) invariant_terms = invariant_terms && term.def < 0 && !term.minus;
         if (!invariant_terms || unneeded_[access.product_def]) continue;
-        const std::set<int> skipped = {access.product_def, access.sum_def};
-        const int product_use = access.sum_def >= 0 ? access.sum_def : access.pc;
-        if (!only_for(access.product_def, product_use, skipped)) continue;
-        if (access.sum_def >= 0 && !only_for(access.sum_def, access.pc, skipped)) continue;
+        // (The product read by the sum, which goes unmade with it.)
+        if (!OnlyIndexedBy(access.product_def, access.pc, {access.sum_def})) continue;
+        if (access.sum_def >= 0 && !OnlyIndexedBy(access.sum_def, access.pc)) continue;
         access.strided = true;
         unneeded_[access.product_def] = true;
         if (access.sum_def >= 0) unneeded_[access.sum_def] = true;
