@@ -280,7 +280,6 @@ class CodeGen {
   // `while j < n: flags[j] = 0; j += i` (a sieve) and a tokenizer's
   // `while i < n: ... i += 1` run with no check but the loop's own test.
   struct WhileLoop {
-    int end = 0;              // the closing LOOP
     int x = 0, m = 0;         // while R[x] < R[m]
     std::vector<int> steps;   // registers added to x by unchecked adds (all adds', when chunked)
     std::vector<std::pair<int, bool>> bounds;  // (buffer, store) of unchecked accesses
@@ -299,7 +298,6 @@ class CodeGen {
       const Instr& test = fn_.code[header];
       if (test.op != Op::JLE_I || (test.d > header && test.d <= end)) continue;
       WhileLoop loop;
-      loop.end = end;
       loop.x = test.b;
       loop.m = test.a;
       if (loop.x == loop.m || KindOf(loop.x) != Kind::kInt || WrittenIn(loop.m, header, end)) continue;
@@ -1289,9 +1287,9 @@ class CodeGen {
     }
     for (int pc = loop.header; pc < end; ++pc) {
       const Instr& in = fn_.code[pc];
-      if (in.op != Op::ADD_I || in.a == loop.counter || (in.b == in.a) == (in.c == in.a)) continue;
+      // (Never the counter or the limit: the body writes neither.)
+      if (in.op != Op::ADD_I || (in.b == in.a) == (in.c == in.a) || within_guard_.count(pc)) continue;
       const int acc = in.a, v = in.b == acc ? in.c : in.b;
-      if (within_guard_.count(pc) || in.a == loop.limit) continue;
       bool once = true;
       for (int at = loop.header; at <= end && once; ++at) {
         RegisterSet reads, writes;
@@ -1855,7 +1853,9 @@ class CodeGen {
     };
     std::map<std::pair<int, int64_t>, std::vector<std::pair<std::tuple<int, int, int>, Offset>>> by_value;
     for (const auto& key : order) {
-      if (auto offset = offset_of(elements.at(key).front())) by_value[{std::get<0>(key), offset->key}].push_back({key, *offset});
+      if (auto offset = offset_of(elements.at(key).front())) {
+        by_value[{std::get<0>(key), offset->key}].push_back({key, *offset});
+      }
     }
     std::set<std::tuple<int, int, int>> grouped;
     for (const auto& [group_key, members] : by_value) {

@@ -662,7 +662,8 @@ def total(xs: Buffer[u8], start: int) -> int:
     EXPECT_EQ(interpreted, machine) << args[0] << " " << args[1] << " " << args[2];
     EXPECT_EQ(f1.contents(), f2.contents()) << args[0] << " " << args[1] << " " << args[2];
   }
-  for (auto [start, stop] : std::vector<std::pair<int64_t, int64_t>>{{0, 10}, {3, 8}, {5, 5}, {7, 3}, {0, 12}, {-2, 4}}) {
+  const std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 10}, {3, 8}, {5, 5}, {7, 3}, {0, 12}, {-2, 4}};
+  for (auto [start, stop] : ranges) {
     BorrowedArray x1("B", "[0] * 10"), x2("B", "[0] * 10");
     auto [interpreted, machine] = BothWaysOnCopies(*compiled, "fill", {x1.value(), IntValue(start), IntValue(stop)},
                                                    {x2.value(), IntValue(start), IntValue(stop)});
@@ -712,7 +713,8 @@ def scatter(out: Buffer[int], n: int, stride: int, j: int) -> int:
     BorrowedArray b("d", "[float(k % 7) for k in range(16)]");
     ExpectSame(*compiled, "column", {b.value(), IntValue(start), IntValue(stop), IntValue(4), IntValue(1)});
   }
-  for (auto [stride, j] : std::vector<std::pair<int64_t, int64_t>>{{3, 0}, {3, 2}, {0, 4}, {-2, 12}, {-2, 5}, {2, -1}}) {
+  const std::vector<std::pair<int64_t, int64_t>> strides = {{3, 0}, {3, 2}, {0, 4}, {-2, 12}, {-2, 5}, {2, -1}};
+  for (auto [stride, j] : strides) {
     BorrowedArray o1("q", "[0] * 13"), o2("q", "[0] * 13");
     auto [interpreted, machine] =
         BothWaysOnCopies(*compiled, "scatter", {o1.value(), IntValue(6), IntValue(stride), IntValue(j)},
