@@ -27,6 +27,9 @@
 //     constant the index had added, folded into the address).
 //   StoreElementImm(elem, value, data, index, offset): an int element set to
 //     a value that fits it.
+//   FArithElement(op, d, a, data, index, offset): d := a <op> the float64
+//     element at that address, read as the operand itself (x86-64: a memory
+//     operand, no load of its own).
 //   AddToElementChecked(data, index, offset, value, overflow), and
 //   AddToElementCheckedImm with a value that is not INT32_MIN: the int64
 //     element at that address += value, jumping to overflow with the element
@@ -50,6 +53,9 @@ enum class IntCond : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kUlt, kUle, kUgt, k
 // Float conditions with IEEE semantics: the ordered forms (kLt .. kEq) are false
 // when either operand is a NaN; kNe and the kNot forms are true.
 enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, kNotGt, kNotGe };
+
+// The float arithmetic that can take an element straight from memory.
+enum class FloatOp : uint8_t { kAdd, kSub, kMul };
 
 // The out-of-line primitives every backend class defines.
 #define PPY_JIT_BACKEND_PRIMITIVES                                                                      \
@@ -76,6 +82,8 @@ enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, k
                     int32_t offset);                                                                   \
   void StoreElementImm(ElemType elem, int32_t value, const Int& data, const Int& index,                 \
                        int32_t offset);                                                                \
+  void FArithElement(FloatOp op, const Float& dst, const Float& a, const Int& data, const Int& index,    \
+                     int32_t offset);                                                                  \
   void AddToElementChecked(const Int& data, const Int& index, int32_t offset, const Int& value,         \
                            const Label& overflow);                                                     \
   void AddToElementCheckedImm(const Int& data, const Int& index, int32_t offset, int32_t value,         \

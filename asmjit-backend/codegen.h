@@ -110,6 +110,8 @@ class CodeGen {
     LoadRegisters(regs);
     Dispatch();
     for (pc_ = 0; pc_ < n; ++pc_) {
+      // (An element is never left pending across a label or a loop's entry.)
+      if (pending_element_.reg >= 0 && (targets_[pc_] || fn_.IsLoopHeader(pc_))) LoadPendingElement();
       if (fn_.IsLoopHeader(pc_) && !counted_loops_.count(pc_) && !while_loops_.count(pc_)) b_.AlignLoop();
       if (targets_[pc_]) {
         b_.Bind(labels_[pc_]);
@@ -194,6 +196,7 @@ class CodeGen {
     FindStridedAccesses();
     FindCommonSubexpressions();
     FindFoldedOffsets();
+    FindLoadsIntoArithmetic();
     FindLoopDepths();
   }
 
@@ -487,6 +490,33 @@ class CodeGen {
       }
     }
     return nonnegative;
+  }
+
+  // Loads whose element the next instruction takes as its operand, as gcc
+  // does (x86-64: `vaddsd x, y, [element]`, one instruction for two): a
+  // float64 element into a register that only the add, subtract or
+  // multiply right after reads (as its second operand; either, for add and
+  // multiply), where nothing jumps in between and nothing reads the
+  // register after, so no side exit hands it to the interpreter. The load
+  // keeps its checks where it was; only the element's read moves
+  // (LoadElementTo leaves it pending, the arithmetic takes it).
+  void FindLoadsIntoArithmetic() {
+    const int n = static_cast<int>(fn_.code.size());
+    loads_into_arithmetic_.assign(n, false);
+    for (int pc = 0; pc + 2 < n; ++pc) {
+      const Instr& load = fn_.code[pc];
+      const Instr& use = fn_.code[pc + 1];
+      switch (load.op) {
+        case Op::LOAD_F64: case Op::LOAD_F: case Op::LOADX_F64: case Op::LOADN_F: break;
+        default: continue;
+      }
+      if (fn_.registers[load.b].elem != ElemType::kF64 || targets_[pc + 1] || same_as_[pc + 1] >= 0) continue;
+      const int r = load.a;
+      const bool commutes = use.op == Op::ADD_F || use.op == Op::MUL_F;
+      if (!commutes && use.op != Op::SUB_F) continue;
+      if (use.b == use.c || live_in_[pc + 2][r]) continue;
+      loads_into_arithmetic_[pc] = use.c == r || (commutes && use.b == r);
+    }
   }
 
   // Constants folded into addresses: ADD_I x, y, k or SUB_I x, y, k (k a
@@ -3159,6 +3189,7 @@ class CodeGen {
       emit(IndexRegister(buffer, reg, store));
       return;
     }
+    deferred_load_ = -1;  // (the element is read on two paths: into its register)
     const auto [bound, length] = IndexBounds(buffer, store);
     const Int index = I(reg);
     const Label exit = ExitAt(ConvertsForIndex(pc_ - 1) ? pc_ - 1 : pc_);
@@ -3360,6 +3391,11 @@ class CodeGen {
   void LoadElementTo(int dst, int buffer, const Int& index, const Int* based = nullptr) {
     ElemType elem = fn_.registers[buffer].elem;
     const Int& data = based ? *based : Data(buffer);
+    if (dst == deferred_load_ && elem == ElemType::kF64) {  // read by the next instruction
+      pending_element_ = {dst, data, index, ElementOffset(buffer)};
+      deferred_load_ = -1;
+      return;
+    }
     if (InfoOf(elem).is_float) {
       b_.LoadElement(elem, F(dst), data, index, ElementOffset(buffer));
     } else if (elem != ElemType::kU64) {
@@ -3522,6 +3558,8 @@ class CodeGen {
   // Emits the instruction at pc_, then records what it tells about the
   // ranges of the registers it wrote (a jump target forgets them all).
   void Instruction(const Instr& in) {
+    if (pending_element_.reg >= 0 && !TakesPendingElement(in)) LoadPendingElement();
+    deferred_load_ = pc_ < static_cast<int>(loads_into_arithmetic_.size()) && loads_into_arithmetic_[pc_] ? in.a : -1;
     if (targets_[pc_]) {
       ranges_.clear();
       nonzero_floats_.clear();
@@ -3532,6 +3570,25 @@ class CodeGen {
     sum_offset_ = copy_offset_ = {-1, 0};
     Emit(in);
     NoteRanges(in);
+    deferred_load_ = -1;
+  }
+
+  // Whether `in` is the arithmetic that reads the pending element
+  // (FindLoadsIntoArithmetic).
+  bool TakesPendingElement(const Instr& in) const {
+    const int r = pending_element_.reg;
+    switch (in.op) {
+      case Op::ADD_F: case Op::MUL_F: return in.b != in.c && (in.b == r || in.c == r);
+      case Op::SUB_F: return in.b != in.c && in.c == r;
+      default: return false;
+    }
+  }
+
+  // The pending element's read where it was not taken as an operand: a load
+  // as usual, emitted before anything else happens.
+  void LoadPendingElement() {
+    const PendingElement p = std::exchange(pending_element_, PendingElement());
+    b_.LoadElement(ElemType::kF64, F(p.reg), p.data, p.index, p.offset);
   }
 
   void Emit(const Instr& in) {
@@ -3736,6 +3793,12 @@ class CodeGen {
       case Op::DIV_F:
         if (same_as_[pc_] >= 0) {  // (FindCommonSubexpressions)
           b_.Mov(F(a), F(same_as_[pc_]));
+          break;
+        }
+        if (pending_element_.reg >= 0) {  // the element is the operand (TakesPendingElement)
+          const PendingElement p = std::exchange(pending_element_, PendingElement());
+          const FloatOp op = in.op == Op::ADD_F ? FloatOp::kAdd : in.op == Op::SUB_F ? FloatOp::kSub : FloatOp::kMul;
+          b_.FArithElement(op, F(a), F(p.reg == c ? bb : c), p.data, p.index, p.offset);
           break;
         }
         if (in.op == Op::ADD_F) b_.FAdd(F(a), F(bb), F(c));
@@ -4196,6 +4259,15 @@ class CodeGen {
   std::set<int> nonzero_floats_;             // float registers known nonzero here (I2F of a range without 0)
   std::set<int> sign_free_floats_;           // float registers known >= 0 or NaN here (see NoteRanges)
   std::vector<int> same_as_;                 // per pc: the register holding what it computes already, or -1
+  std::vector<bool> loads_into_arithmetic_;  // per pc: its element is the next instruction's operand
+  // A load FindLoadsIntoArithmetic folds, while it is emitted (its register:
+  // -1 when none), then its element's address until the arithmetic takes it.
+  int deferred_load_ = -1;
+  struct PendingElement {
+    int reg = -1;
+    Int data, index;
+    int32_t offset = 0;
+  } pending_element_;
   std::set<int> copied_from_;                // registers some same_as_ copies from
   std::map<int, int> local_owner_;           // access pc -> the loop that copied its buffer's view (local_buffers)
   std::map<int, int> loop_end_;              // by header: the pc of the closing FORLOOP_INC

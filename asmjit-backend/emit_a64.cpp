@@ -139,6 +139,16 @@ void A64Backend::LoadElement(ElemType elem, const Float& dst, const Int& data_, 
   }
 }
 
+// No memory operands here: the element is loaded, then combined.
+void A64Backend::FArithElement(FloatOp op, const Float& dst, const Float& a, const Int& data, const Int& index,
+                               int32_t offset) {
+  Float element = NewFloat();
+  LoadElement(ElemType::kF64, element, data, index, offset);
+  if (op == FloatOp::kAdd) FAdd(dst, a, element);
+  if (op == FloatOp::kSub) FSub(dst, a, element);
+  if (op == FloatOp::kMul) FMul(dst, a, element);
+}
+
 void A64Backend::StoreElement(ElemType elem, const Int& src, const Int& data_, const Int& index, int32_t offset) {
   const Int data = Offset(data_, offset);
   switch (elem) {

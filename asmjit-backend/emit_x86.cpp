@@ -114,6 +114,21 @@ void X86Backend::LoadElement(ElemType elem, const Float& dst, const Int& data, c
   }
 }
 
+void X86Backend::FArithElement(FloatOp op, const Float& dst, const Float& a, const Int& data, const Int& index,
+                               int32_t offset) {
+  const x86::Mem element = x86::qword_ptr(data, index, 3, offset);
+  if (avx_) {
+    if (op == FloatOp::kAdd) cc_.vaddsd(dst, a, element);
+    if (op == FloatOp::kSub) cc_.vsubsd(dst, a, element);
+    if (op == FloatOp::kMul) cc_.vmulsd(dst, a, element);
+    return;
+  }
+  Mov(dst, a);
+  if (op == FloatOp::kAdd) cc_.addsd(dst, element);
+  if (op == FloatOp::kSub) cc_.subsd(dst, element);
+  if (op == FloatOp::kMul) cc_.mulsd(dst, element);
+}
+
 void X86Backend::StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index, int32_t offset) {
   switch (elem) {
     case ElemType::kI64:

@@ -404,6 +404,48 @@ print(ppy.tier(kernel.fill), ppy.tier(kernel.strike))
     assert run.stdout.splitlines() == ["50 50 52 34", "jit jit"], run.stderr
 
 
+STENCIL = """\
+from ppy import Buffer
+
+
+def sweep(src: Buffer[float, 2], dst: Buffer[float, 2]) -> None:
+    for i in range(1, src.shape[0] - 1):
+        for j in range(1, src.shape[1] - 1):
+            dst[i, j] = 0.25 * (src[i - 1, j] + src[i + 1, j] + src[i, j - 1] + src[i, j + 1])
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="reads x86-64 machine code")
+def test_elements_are_operands_of_the_arithmetic_that_reads_them(runner, tmp_path):
+    """A stencil's sum of four elements is gcc's: one load, then three adds
+    that take their element from memory (FindLoadsIntoArithmetic), under
+    AVX and under SSE2, and it computes what Python does."""
+    (tmp_path / "kernel.ppy").write_text(STENCIL)
+    operand = re.compile(r"\bv?addsd xmm\d+, (xmm\d+, )?qword ptr \[")
+    for isa in ("", "sse2"):
+        dis = runner.ppy("dis", "--jit", tmp_path / "kernel.ppy", "sweep", PPY_JIT_ISA=isa)
+        assert dis.returncode == 0, dis.stderr
+        assert len(operand.findall(dis.stdout)) >= 3, dis.stdout
+    calls = """
+import ppy, kernel
+from array import array
+a = array("d", [float((k * 7) % 13) for k in range(48)])
+b = array("d", [0.0] * 48)
+grid_a = memoryview(a).cast("B").cast("d", (6, 8))
+grid_b = memoryview(b).cast("B").cast("d", (6, 8))
+for _ in range(3):
+    kernel.sweep(grid_a, grid_b)
+    kernel.sweep(grid_b, grid_a)
+print(list(a), list(b))
+print(ppy.tier(kernel.sweep))
+"""
+    expected = runner.python("-c", calls, cwd=tmp_path, PPY_IMPORT="python")
+    run = runner.python("-c", calls, cwd=tmp_path, PPY_JIT="eager")
+    assert run.returncode == 0 and expected.returncode == 0, (run.stderr, expected.stderr)
+    assert run.stdout.splitlines()[0] == expected.stdout.splitlines()[0]
+    assert run.stdout.splitlines()[1] == "jit", run.stderr
+
+
 NEVER_ENTERED = """\
 import math
 import ppy

@@ -724,6 +724,28 @@ def scatter(out: Buffer[int], n: int, stride: int, j: int) -> int:
   }
 }
 
+// A float64 element only the next add, subtract or multiply reads is that
+// instruction's operand (FindLoadsIntoArithmetic): as either operand of an
+// add or multiply, as a subtrahend, beside a minuend loaded as usual, by
+// negative indexes, and past the end halfway through the loop.
+TEST_F(Jit, ElementsTakenAsOperands) {
+  auto compiled = Compile(R"(
+from ppy import Buffer
+def mixed(a: Buffer[float], b: Buffer[float], n: int, shift: int) -> float:
+    acc: float = 0.0
+    for k in range(n):
+        x: float = a[k] - b[k + shift]
+        z: float = a[k] * b[k]
+        acc += x * (b[k] - a[k]) - z + (2.0 * b[k] + a[k])
+        acc = acc - a[k]
+    return acc
+)");
+  for (auto [n, shift] : std::vector<std::pair<int64_t, int64_t>>{{6, 0}, {4, 2}, {5, 2}, {0, 1}, {3, -3}, {3, -9}}) {
+    BorrowedArray a("d", "[k * 0.75 - 3.0 for k in range(6)]"), b("d", "[1.5 - k * 0.5 for k in range(6)]");
+    ExpectSame(*compiled, "mixed", {a.value(), b.value(), IntValue(n), IntValue(shift)});
+  }
+}
+
 // Accesses the loop never moves that differ only by constants share one
 // register, each constant in the address (s[p] ... s[p + 4]); and affine
 // ones that differ by constants are checked as a group (s[6 * j + k]).
