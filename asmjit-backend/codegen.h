@@ -197,6 +197,7 @@ class CodeGen {
     FindCommonSubexpressions();
     FindFoldedOffsets();
     FindLoadsIntoArithmetic();
+    FindRangeTests();
     FindLoopDepths();
   }
 
@@ -490,6 +491,51 @@ class CodeGen {
       }
     }
     return nonnegative;
+  }
+
+  // Python's `low <= c <= high` (or its negation) as the compiler emits it,
+  // two tests of one register against constants:
+  //   JLT_I c, low -> X; JLT_I high, c -> X         (out of range: X)
+  //   JLT_I c, low -> pc+2; JLE_I c, high -> Y      (in range: Y)
+  // (each JLT_I or JLE_I, with the constant adjusted by one), becomes one
+  // unsigned compare, as gcc emits it: c - low, wrapped, is at most
+  // high - low exactly when c is in the range. Nothing may jump to the
+  // second test, and neither may be a while loop's head (FindWhileLoops).
+  void FindRangeTests() {
+    const int n = static_cast<int>(fn_.code.size());
+    auto constant = [&](int reg) -> std::optional<int64_t> {  // (Immediate is not set up yet)
+      if (KindOf(reg) != Kind::kInt || !ConstantInRange(reg, INT64_MIN, INT64_MAX)) return std::nullopt;
+      return ConstantValueOf(reg);
+    };
+    for (int pc = 0; pc + 2 < n; ++pc) {
+      const Instr& first = fn_.code[pc];
+      const Instr& second = fn_.code[pc + 1];
+      if (targets_[pc + 1] || while_loops_.count(pc) || while_loops_.count(pc + 1)) continue;
+      if ((first.op != Op::JLT_I && first.op != Op::JLE_I) || (second.op != Op::JLT_I && second.op != Op::JLE_I)) {
+        continue;
+      }
+      const int c = first.a;
+      const std::optional<int64_t> k1 = constant(first.b);
+      if (constant(c) || !k1 || (first.op == Op::JLE_I && *k1 == INT64_MAX)) continue;
+      const int64_t low = first.op == Op::JLT_I ? *k1 : *k1 + 1;  // c < low leaves
+      RangeTest test{c, low, 0, first.d, false};
+      if (second.b == c && second.d == first.d) {  // c > high leaves for the same place
+        const std::optional<int64_t> k2 = constant(second.a);
+        if (!k2 || (second.op == Op::JLE_I && *k2 == INT64_MIN)) continue;
+        test.high = second.op == Op::JLT_I ? *k2 : *k2 - 1;
+      } else if (second.a == c && first.d == pc + 2) {  // c <= high jumps, the rest falls through
+        const std::optional<int64_t> k2 = constant(second.b);
+        if (!k2 || (second.op == Op::JLT_I && *k2 == INT64_MIN)) continue;
+        test.high = second.op == Op::JLE_I ? *k2 : *k2 - 1;
+        test.target = second.d;
+        test.in_range_jumps = true;
+      } else {
+        continue;
+      }
+      // (Both constants small: one add and one compare with immediates.)
+      const int64_t small = int64_t{1} << 30, high = test.high;
+      if (low < high && -small < low && high < small) range_tests_[pc] = test;
+    }
   }
 
   // Loads whose element the next instruction takes as its operand, as gcc
@@ -3931,8 +3977,20 @@ class CodeGen {
       case Op::JT: b_.BranchIntImm(IntCond::kNe, I(a), 0, labels_[d]); break;
       case Op::JF: b_.BranchIntImm(IntCond::kEq, I(a), 0, labels_[d]); break;
       case Op::LOOP: LoopBack(d); break;
-      case Op::JLT_I: BranchCompare(IntCond::kLt, a, bb, labels_[d]); break;
+      case Op::JLT_I:
       case Op::JLE_I:
+        if (auto test = range_tests_.find(pc_); test != range_tests_.end()) {  // (FindRangeTests)
+          const RangeTest& t = test->second;
+          Int offset = b_.NewInt();
+          b_.AddImm(offset, I(t.c), static_cast<int32_t>(-t.low));
+          b_.BranchIntImm(t.in_range_jumps ? IntCond::kUle : IntCond::kUgt, offset, t.high - t.low, labels_[t.target]);
+          break;
+        }
+        if (range_tests_.count(pc_ - 1)) break;  // the second test of a range, made by the first
+        if (in.op == Op::JLT_I) {
+          BranchCompare(IntCond::kLt, a, bb, labels_[d]);
+          break;
+        }
         if (auto w = while_loops_.find(pc_); w != while_loops_.end() && w->second.chunked) {
           EmitWhileTest(w->second, d);
           break;
@@ -4260,6 +4318,13 @@ class CodeGen {
   std::set<int> sign_free_floats_;           // float registers known >= 0 or NaN here (see NoteRanges)
   std::vector<int> same_as_;                 // per pc: the register holding what it computes already, or -1
   std::vector<bool> loads_into_arithmetic_;  // per pc: its element is the next instruction's operand
+  struct RangeTest {
+    int c;              // the register tested
+    int64_t low, high;  // the range, low < high
+    int target;         // where the out-of-range values go, or the in-range ones
+    bool in_range_jumps;
+  };
+  std::map<int, RangeTest> range_tests_;     // by the first test's pc (FindRangeTests)
   // A load FindLoadsIntoArithmetic folds, while it is emitted (its register:
   // -1 when none), then its element's address until the arithmetic takes it.
   int deferred_load_ = -1;

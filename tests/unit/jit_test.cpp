@@ -746,6 +746,26 @@ def mixed(a: Buffer[float], b: Buffer[float], n: int, shift: int) -> float:
   }
 }
 
+// `low <= c <= high` is one unsigned compare of c - low (FindRangeTests):
+// the range taken and left, negated, at its edges and at int64's.
+TEST_F(Jit, RangeTestsAreOneCompare) {
+  auto compiled = Compile(R"(
+def classify(c: int) -> int:
+    if 97 <= c <= 122:
+        return 1
+    elif 65 <= c <= 90 or 48 <= c <= 57:
+        return 2
+    elif not (-5 <= c <= 5):
+        return 3
+    return 4
+)");
+  for (int64_t c : {INT64_MIN, INT64_MIN + 96, int64_t{-6}, int64_t{-5}, int64_t{0}, int64_t{5}, int64_t{6},
+                    int64_t{47}, int64_t{48}, int64_t{57}, int64_t{58}, int64_t{64}, int64_t{65}, int64_t{90},
+                    int64_t{91}, int64_t{96}, int64_t{97}, int64_t{122}, int64_t{123}, INT64_MAX - 25, INT64_MAX}) {
+    ExpectSame(*compiled, "classify", {IntValue(c)});
+  }
+}
+
 // Accesses the loop never moves that differ only by constants share one
 // register, each constant in the address (s[p] ... s[p + 4]); and affine
 // ones that differ by constants are checked as a group (s[6 * j + k]).
