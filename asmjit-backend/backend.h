@@ -19,6 +19,7 @@
 //   Mul(d, a, b), MulImm(d, a, imm): d := a * b, wrapping (for products known
 //     to fit).
 //   AddScaled(d, a, b, shift): d := a + (b << shift), wrapping (addresses).
+//   AddPlusImm(d, a, b, imm): d := a + b + imm, wrapping (x86-64: one lea).
 //   DivMod(q, r, a, b): C's truncating division; b is neither 0 nor -1.
 //   FloatToIntChecked(d, f, L): truncates; jumps to L for a NaN or a value
 //     outside int64, and may for exactly INT64_MIN.
@@ -101,6 +102,7 @@ enum class FloatOp : uint8_t { kAdd, kSub, kMul };
   void Add(const Int& dst, const Int& a, const Int& b);                                                \
   void Sub(const Int& dst, const Int& a, const Int& b);                                                \
   void AddImm(const Int& dst, const Int& a, int32_t imm);                                              \
+  void AddPlusImm(const Int& dst, const Int& a, const Int& b, int32_t imm);                            \
   void AddCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow);                \
   void AddScaled(const Int& dst, const Int& a, const Int& b, int shift);                               \
   void And(const Int& dst, const Int& a, const Int& b);                                                \

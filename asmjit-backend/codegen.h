@@ -3619,6 +3619,53 @@ class CodeGen {
     deferred_load_ = -1;
   }
 
+  // An unchecked ADD_I a, y, z whose sum only the next instruction reads, an
+  // add (or subtract) of a known k that cannot overflow: both are one
+  // AddPlusImm (x86-64:
+  // `lea w, [y + z + k]`; eval_a's `... // 2 + i + 1`), and the next emits
+  // nothing. Neither can leave, so no exit needs a.
+  bool AddsConstantNext(const Instr& in) {
+    const int n = static_cast<int>(fn_.code.size());
+    if (pc_ + 2 >= n || targets_[pc_ + 1] || live_in_[pc_ + 2][in.a] || Immediate(in.b) || Immediate(in.c)) {
+      return false;
+    }
+    const int next_pc = pc_ + 1;
+    const Instr& next = fn_.code[next_pc];
+    if ((next.op != Op::ADD_I && next.op != Op::SUB_I) || unneeded_[next_pc] || folded_adds_.count(next_pc) ||
+        invariant_values_.count(next_pc) || same_as_[next_pc] >= 0) {
+      return false;
+    }
+    // (a - k adds -k; k - a is no sum of a.)
+    const int other = next.b == in.a ? next.c : next.c == in.a && next.op == Op::ADD_I ? next.b : -1;
+    std::optional<int32_t> k = other >= 0 && other != in.a ? Immediate(other) : std::nullopt;
+    if (k && next.op == Op::SUB_I) k = *k == INT32_MIN ? std::nullopt : std::optional<int32_t>(-*k);
+    if (!k) return false;
+    const std::optional<Range> sum = ArithmeticRange(in);
+    const bool fits = sum && static_cast<__int128>(sum->low) + *k >= INT64_MIN &&
+                      static_cast<__int128>(sum->high) + *k <= INT64_MAX;
+    if (!fits && !within_guard_.count(next_pc)) return false;
+    b_.AddPlusImm(I(next.a), I(in.b), I(in.c), *k);
+    added_with_previous_ = next_pc;
+    return true;
+  }
+
+  // Whether a repeated computation's register `a` may be the virtual
+  // register of `same`, the earlier result, instead of a copy of it: in an
+  // inlined callee (whose exits make the real call, so none stores a), when
+  // nothing after this instruction writes either (its code runs forward
+  // once) and a is not what it returns (that register may be the caller's).
+  bool SharesRegister(int a, int same) const {
+    if (!inline_) return false;
+    for (int pc = pc_ + 1; pc < static_cast<int>(fn_.code.size()); ++pc) {
+      const Instr& in = fn_.code[pc];
+      if ((in.op == Op::RET_I || in.op == Op::RET_F) && in.a == a) return false;
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      if (writes[a] || writes[same]) return false;
+    }
+    return true;
+  }
+
   // Whether `in` is the arithmetic that reads the pending element
   // (FindLoadsIntoArithmetic).
   bool TakesPendingElement(const Instr& in) const {
@@ -3694,12 +3741,14 @@ class CodeGen {
       case Op::SUB_I:
       case Op::MUL_I: {
         if (unneeded_[pc_] || folded_adds_.count(pc_)) break;
+        if (std::exchange(added_with_previous_, -1) == pc_) break;  // (AddsConstantNext)
         if (auto hoisted = invariant_values_.find(pc_); hoisted != invariant_values_.end()) {
           if (!OnlyCheckedIndexesRead(pc_)) b_.Mov(I(a), hoisted->second);  // (FindInvariantArithmetic)
           break;
         }
         if (same_as_[pc_] >= 0) {  // (FindCommonSubexpressions)
-          b_.Mov(I(a), I(same_as_[pc_]));
+          if (SharesRegister(a, same_as_[pc_])) ints_[a] = ints_[same_as_[pc_]];
+          else b_.Mov(I(a), I(same_as_[pc_]));
           break;
         }
         if (auto known = KnownResult(in)) {
@@ -3707,6 +3756,7 @@ class CodeGen {
           break;
         }
         if (ArithmeticRange(in) || within_guard_.count(pc_)) {  // cannot overflow: no check
+          if (in.op == Op::ADD_I && AddsConstantNext(in)) break;
           EmitArithmetic(I(a), in, nullptr);
           break;
         }
@@ -3838,7 +3888,8 @@ class CodeGen {
       case Op::MUL_F:
       case Op::DIV_F:
         if (same_as_[pc_] >= 0) {  // (FindCommonSubexpressions)
-          b_.Mov(F(a), F(same_as_[pc_]));
+          if (SharesRegister(a, same_as_[pc_])) floats_[a] = floats_[same_as_[pc_]];
+          else b_.Mov(F(a), F(same_as_[pc_]));
           break;
         }
         if (pending_element_.reg >= 0) {  // the element is the operand (TakesPendingElement)
@@ -4328,6 +4379,7 @@ class CodeGen {
   // A load FindLoadsIntoArithmetic folds, while it is emitted (its register:
   // -1 when none), then its element's address until the arithmetic takes it.
   int deferred_load_ = -1;
+  int added_with_previous_ = -1;             // the ADD_I that AddsConstantNext emitted with the one before
   struct PendingElement {
     int reg = -1;
     Int data, index;

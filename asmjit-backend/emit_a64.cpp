@@ -246,6 +246,11 @@ void A64Backend::AddScaled(const Int& dst, const Int& a, const Int& b, int shift
   cc_.add(dst, a, b, Imm(arm::lsl(shift)));
 }
 
+void A64Backend::AddPlusImm(const Int& dst, const Int& a, const Int& b, int32_t imm) {
+  Add(dst, a, b);
+  AddImm(dst, dst, imm);
+}
+
 void A64Backend::AddImm(const Int& dst, const Int& a, int32_t imm) {
   if (FitsArithmetic(imm)) {
     cc_.add(dst, a, imm);

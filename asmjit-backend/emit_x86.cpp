@@ -267,6 +267,10 @@ void X86Backend::AddImm(const Int& dst, const Int& a, int32_t imm) {
   cc_.add(dst, imm);
 }
 
+void X86Backend::AddPlusImm(const Int& dst, const Int& a, const Int& b, int32_t imm) {
+  cc_.lea(dst, x86::ptr(a, b, 0, imm));
+}
+
 void X86Backend::AddCheckedImm(const Int& dst, const Int& a, int32_t imm, const Label& overflow) {
   Mov(dst, a);
   cc_.add(dst, imm);

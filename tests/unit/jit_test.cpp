@@ -766,6 +766,25 @@ def classify(c: int) -> int:
   }
 }
 
+// Two adds that cannot overflow, the second of a constant to the first's
+// sum, are one AddPlusImm (AddsConstantNext); a repeated sum in an inlined
+// callee shares the first one's register (SharesRegister).
+TEST_F(Jit, AddsOfAConstantToASum) {
+  auto compiled = Compile(R"(
+def tri(i: int, j: int) -> int:
+    return (i + j) * (i + j + 1) // 2 + i + 1
+def total(start: int) -> int:
+    acc: int = start
+    for a in range(60):
+        for b in range(-30, 30):
+            acc += (a + b) * (a - b + 3) // 2 + a - 7 + tri(a, b)
+    return acc
+)");
+  for (int64_t start : {int64_t{0}, int64_t{-5}, INT64_MAX - 1000, INT64_MIN}) {
+    ExpectSame(*compiled, "total", {IntValue(start)});
+  }
+}
+
 // Accesses the loop never moves that differ only by constants share one
 // register, each constant in the address (s[p] ... s[p + 4]); and affine
 // ones that differ by constants are checked as a group (s[6 * j + k]).
