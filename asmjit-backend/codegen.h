@@ -3623,10 +3623,13 @@ class CodeGen {
   // add (or subtract) of a known k that cannot overflow: both are one
   // AddPlusImm (x86-64:
   // `lea w, [y + z + k]`; eval_a's `... // 2 + i + 1`), and the next emits
-  // nothing. Neither can leave, so no exit needs a.
+  // nothing. Neither can leave, so no exit needs a, and no later repeat of
+  // the sum may copy it.
   bool AddsConstantNext(const Instr& in) {
     const int n = static_cast<int>(fn_.code.size());
-    if (pc_ + 2 >= n || targets_[pc_ + 1] || live_in_[pc_ + 2][in.a] || Immediate(in.b) || Immediate(in.c)) {
+    // (A later repeat of this sum copies its register: copied_from_.)
+    if (pc_ + 2 >= n || targets_[pc_ + 1] || live_in_[pc_ + 2][in.a] || copied_from_.count(in.a) ||
+        Immediate(in.b) || Immediate(in.c)) {
       return false;
     }
     const int next_pc = pc_ + 1;
