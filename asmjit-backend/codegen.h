@@ -623,6 +623,7 @@ class CodeGen {
     if (auto folded = folded_offsets_.find(pc_); folded != folded_offsets_.end()) k = folded->second.second;
     else if (sum_offset_.first == pc_) k = sum_offset_.second;
     if (copy_offset_.first == pc_) k += copy_offset_.second;
+    if (auto row = row_offsets_.find(pc_); row != row_offsets_.end()) k += row->second;
     return static_cast<int32_t>(k * InfoOf(fn_.registers[buffer].elem).size);
   }
 
@@ -2139,10 +2140,35 @@ class CodeGen {
       b_.Mov(length, length_[buffer]);
       if (stored_[buffer]) b_.Mov(store_length, store_length_[buffer]);
     }
-    for (const AxisAccess& access : loop.axis_indexes) EmitAxisIndexGuard(loop, access, low, end);
+    EmitAxisIndexGuards(loop, low, end);
     for (int buffer : loop.writable) RequireWritable(buffer);
     for (int buffer : loop.element_buffers) CopyData(loop, buffer);
+    // Accesses of one row that differ by known constants (a stencil's
+    // src[i, j - 1], src[i, j], src[i, j + 1]) share one pointer, the row's,
+    // each constant in its address: fewer registers for the loop.
+    std::map<std::pair<int, std::vector<uint32_t>>, Int> rows;  // (view, the row's hoisted registers) -> based
     for (FoldedAccess& folded : loop.folded) {
+      constexpr int64_t kNear = int64_t{1} << 20;
+      if (folded.constant < 0 || ConstantInRange(folded.constant, -kNear, kNear)) {
+        const int64_t k = folded.constant < 0 ? 0 : ConstantValueOf(folded.constant);
+        row_offsets_[folded.pc] = folded.minus ? -k : k;
+        std::vector<uint32_t> row;
+        for (int pc : folded.invariant) row.push_back(loop.hoisted.at(pc).id());
+        std::sort(row.begin(), row.end());
+        auto [it, fresh] = rows.try_emplace({folded.buffer, row});
+        if (fresh) {
+          Int sum = b_.NewInt();
+          b_.MovImm(sum, 0);
+          for (int pc : folded.invariant) b_.Add(sum, sum, loop.hoisted.at(pc));
+          if (!folded.based.isValid()) folded.based = b_.NewInt();
+          b_.AddScaled(folded.based, data_[folded.buffer], sum,
+                       __builtin_ctz(InfoOf(fn_.registers[folded.buffer].elem).size));
+          it->second = folded.based;
+        }
+        folded.based = it->second;
+        folded_[folded.pc] = {folded.based, loop.counter};
+        continue;
+      }
       // based = data + (hoisted sum + constant) * size: the guard checked
       // every term, and the sum is an element's offset less the counter.
       Int row = b_.NewInt();
@@ -2266,11 +2292,56 @@ class CodeGen {
     b_.Mov(local, data_[buffer]);
   }
 
-  // The guard's part for one INDEX_U of FindAxisIndexes.
-  void EmitAxisIndexGuard(CountedLoop& loop, const AxisAccess& access, const Int& low, const Int& end) {
+  // The guard's part for the INDEX_Us of FindAxisIndexes. Accesses alike
+  // are checked once (a stencil's src[i, j - 1], src[i, j]
+  // and src[i, j + 1]): a hoisted index of the same view, axis and value
+  // is scaled once and shared, and the counter plus known constants on one
+  // view's axis are checked as a span, its least constant at the first
+  // iteration and its greatest at the last.
+  void EmitAxisIndexGuards(CountedLoop& loop, const Int& low, const Int& end) {
+    constexpr int64_t kNear = int64_t{1} << 20;
+    std::map<std::pair<int, int>, Int> sizes;  // (view, axis) -> its length
+    auto size_of = [&](int buffer, int axis) {
+      auto [it, fresh] = sizes.try_emplace({buffer, axis});
+      if (fresh) {
+        it->second = b_.NewInt();
+        b_.LoadInt(it->second, ints_[buffer], ViewField(offsetof(BufferView, shape), axis));
+      }
+      return it->second;
+    };
+    std::map<std::tuple<int, int, int, int>, int> scaled;  // (view, axis, index register, its def) -> pc
+    std::map<std::pair<int, int>, std::pair<int64_t, int64_t>> spans;  // (view, axis) -> least, greatest constant
+    for (const AxisAccess& access : loop.axis_indexes) {
+      const Instr& in = fn_.code[access.pc];
+      if (access.hoisted) {
+        auto [it, fresh] = scaled.try_emplace({access.buffer, access.axis, in.d, access.def}, access.pc);
+        if (!fresh) {
+          loop.hoisted[access.pc] = loop.hoisted.at(it->second);
+          continue;
+        }
+      } else if (access.constant < 0 || ConstantInRange(access.constant, -kNear, kNear)) {
+        const int64_t k = access.constant < 0 ? 0
+                          : access.minus      ? -ConstantValueOf(access.constant)
+                                              : ConstantValueOf(access.constant);
+        auto [it, fresh] = spans.try_emplace({access.buffer, access.axis}, k, k);
+        it->second = {std::min(it->second.first, k), std::max(it->second.second, k)};
+        continue;
+      }
+      EmitAxisIndexGuard(loop, access, low, end, size_of(access.buffer, access.axis));
+    }
+    for (const auto& [view, span] : spans) {
+      Int first = b_.NewInt(), last = b_.NewInt();
+      b_.AddCheckedImm(first, low, static_cast<int32_t>(span.first), Exit());
+      b_.AddCheckedImm(last, end, static_cast<int32_t>(span.second), Exit());
+      b_.BranchIntImm(IntCond::kLt, first, 0, Exit());
+      b_.BranchInt(IntCond::kGt, last, size_of(view.first, view.second), Exit());
+    }
+  }
+
+  // One INDEX_U's part, `size` the length of its view's axis.
+  void EmitAxisIndexGuard(CountedLoop& loop, const AxisAccess& access, const Int& low, const Int& end,
+                          const Int& size) {
     const Instr& in = fn_.code[access.pc];
-    Int size = b_.NewInt();
-    b_.LoadInt(size, ints_[access.buffer], ViewField(offsetof(BufferView, shape), access.axis));
     if (access.hoisted) {
       Int index = I(in.d);
       if (access.def >= 0) {  // what the loop's computation will give
@@ -4382,6 +4453,7 @@ class CodeGen {
   // A load FindLoadsIntoArithmetic folds, while it is emitted (its register:
   // -1 when none), then its element's address until the arithmetic takes it.
   int deferred_load_ = -1;
+  std::map<int, int64_t> row_offsets_;       // folded access pc -> the constant its row's pointer leaves out
   int added_with_previous_ = -1;             // the ADD_I that AddsConstantNext emitted with the one before
   struct PendingElement {
     int reg = -1;

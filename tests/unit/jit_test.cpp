@@ -417,7 +417,7 @@ struct BorrowedMatrix {
 
 // N-d accesses in counted loops: range checks made once by the loop's guard
 // (counter plus a constant, an unchanging row index), accesses folded into a
-// row pointer, and the guard or a narrow store failing halfway, where the
+// row pointer (one per row, the constants in the addresses), and the guard or a narrow store failing halfway, where the
 // interpreter must find every register it reads. Same results and the same
 // exceptions (memoryview's words) both ways, and the same stores.
 TEST_F(Jit, NdAccessesAgreeWithTheInterpreter) {
@@ -429,6 +429,12 @@ def stencil(a: Buffer[float, 2], b: Buffer[float, 2], cols: int) -> float:
         for j in range(1, cols):
             b[i, j] = 0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
             s += b[i, j]
+    return s
+def wide(a: Buffer[float, 2], lo: int, hi: int) -> float:
+    s = 0.0
+    for i in range(a.shape[0]):
+        for j in range(lo, hi):
+            s += a[i, j - 2] - a[i, j + 2] * 0.5 + a[i, j]
     return s
 def rows(a: Buffer[float, 2], first: int) -> float:
     s = 0.0
@@ -455,6 +461,12 @@ def big(a: Buffer[u64, 2]) -> int:
                                                    {a2.value(), b2.value(), IntValue(cols)});
     EXPECT_EQ(interpreted, machine) << cols;
     EXPECT_EQ(b1.contents(), b2.contents()) << cols;
+  }
+  // (One row pointer for a[i, j - 2], a[i, j], a[i, j + 2]; one check of
+  // the least and greatest offsets: below 0, past the end, inside.)
+  for (auto [lo, hi] : std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {1, 3}, {2, 4}, {0, 5}, {3, 2}}) {
+    BorrowedMatrix a("d", 4, 5, grid);
+    ExpectSame(*compiled, "wide", {a.value(), IntValue(lo), IntValue(hi)});
   }
   for (int64_t first : std::vector<int64_t>{0, 1, 2, 3, 4, 6, -3}) {
     BorrowedMatrix a("d", 4, 5, grid);
@@ -767,8 +779,9 @@ def classify(c: int) -> int:
 }
 
 // Two adds that cannot overflow, the second of a constant to the first's
-// sum, are one AddPlusImm (AddsConstantNext); a repeated sum in an inlined
-// callee shares the first one's register (SharesRegister).
+// sum, are one AddPlusImm (AddsConstantNext), unless a repeat of the sum
+// copies it; a repeated sum in an inlined callee shares the first one's
+// register (SharesRegister).
 TEST_F(Jit, AddsOfAConstantToASum) {
   auto compiled = Compile(R"(
 def tri(i: int, j: int) -> int:
@@ -779,9 +792,16 @@ def total(start: int) -> int:
         for b in range(-30, 30):
             acc += (a + b) * (a - b + 3) // 2 + a - 7 + tri(a, b)
     return acc
+def repeated(start: int) -> int:
+    acc: int = start
+    for a in range(60):
+        for b in range(60):
+            acc += (a + b + 5) * (a + b + 5 + 1) // 2 % 65521
+    return acc
 )");
   for (int64_t start : {int64_t{0}, int64_t{-5}, INT64_MAX - 1000, INT64_MIN}) {
     ExpectSame(*compiled, "total", {IntValue(start)});
+    ExpectSame(*compiled, "repeated", {IntValue(start)});
   }
 }
 
