@@ -503,10 +503,6 @@ class CodeGen {
   // second test, and neither may be a while loop's head (FindWhileLoops).
   void FindRangeTests() {
     const int n = static_cast<int>(fn_.code.size());
-    auto constant = [&](int reg) -> std::optional<int64_t> {  // (Immediate is not set up yet)
-      if (KindOf(reg) != Kind::kInt || !ConstantInRange(reg, INT64_MIN, INT64_MAX)) return std::nullopt;
-      return ConstantValueOf(reg);
-    };
     for (int pc = 0; pc + 2 < n; ++pc) {
       const Instr& first = fn_.code[pc];
       const Instr& second = fn_.code[pc + 1];
@@ -515,16 +511,16 @@ class CodeGen {
         continue;
       }
       const int c = first.a;
-      const std::optional<int64_t> k1 = constant(first.b);
-      if (constant(c) || !k1 || (first.op == Op::JLE_I && *k1 == INT64_MAX)) continue;
+      const std::optional<int64_t> k1 = ConstantOf(first.b);
+      if (ConstantOf(c) || !k1 || (first.op == Op::JLE_I && *k1 == INT64_MAX)) continue;
       const int64_t low = first.op == Op::JLT_I ? *k1 : *k1 + 1;  // c < low leaves
       RangeTest test{c, low, 0, first.d, false};
       if (second.b == c && second.d == first.d) {  // c > high leaves for the same place
-        const std::optional<int64_t> k2 = constant(second.a);
+        const std::optional<int64_t> k2 = ConstantOf(second.a);
         if (!k2 || (second.op == Op::JLE_I && *k2 == INT64_MIN)) continue;
         test.high = second.op == Op::JLT_I ? *k2 : *k2 - 1;
       } else if (second.a == c && first.d == pc + 2) {  // c <= high jumps, the rest falls through
-        const std::optional<int64_t> k2 = constant(second.b);
+        const std::optional<int64_t> k2 = ConstantOf(second.b);
         if (!k2 || (second.op == Op::JLT_I && *k2 == INT64_MIN)) continue;
         test.high = second.op == Op::JLE_I ? *k2 : *k2 - 1;
         test.target = second.d;
@@ -1674,6 +1670,22 @@ class CodeGen {
     return known != known_.end() ? known->second : fn_.constants[reg - fn_.first_constant()].bits;
   }
 
+  // An int register's constant or known value, if it has one.
+  std::optional<int64_t> ConstantOf(int reg) const {
+    if (KindOf(reg) != Kind::kInt || !ConstantInRange(reg, INT64_MIN, INT64_MAX)) return std::nullopt;
+    return ConstantValueOf(reg);
+  }
+
+  // What an index `counter + R[constant]` (`- R[constant]` if minus; the
+  // counter alone if constant is -1) adds to the counter, when that is a
+  // constant small enough to sit in an address.
+  std::optional<int64_t> AddedConstant(int constant, bool minus) const {
+    constexpr int64_t kNear = int64_t{1} << 20;
+    if (constant < 0) return 0;
+    if (!ConstantInRange(constant, -kNear, kNear)) return std::nullopt;
+    return minus ? -ConstantValueOf(constant) : ConstantValueOf(constant);
+  }
+
   bool ConstantInRange(int reg, int64_t low, int64_t high) const {
     if (auto known = known_.find(reg); known != known_.end()) return known->second >= low && known->second <= high;
     if (!fn_.IsConstantRegister(reg) || KindOf(reg) != Kind::kInt || WrittenIn(reg, 0, fn_.code.size() - 1)) {
@@ -2148,39 +2160,35 @@ class CodeGen {
     // each constant in its address: fewer registers for the loop.
     std::map<std::pair<int, std::vector<uint32_t>>, Int> rows;  // (view, the row's hoisted registers) -> based
     for (FoldedAccess& folded : loop.folded) {
-      constexpr int64_t kNear = int64_t{1} << 20;
-      if (folded.constant < 0 || ConstantInRange(folded.constant, -kNear, kNear)) {
-        const int64_t k = folded.constant < 0 ? 0 : ConstantValueOf(folded.constant);
-        row_offsets_[folded.pc] = folded.minus ? -k : k;
-        std::vector<uint32_t> row;
-        for (int pc : folded.invariant) row.push_back(loop.hoisted.at(pc).id());
-        std::sort(row.begin(), row.end());
-        auto [it, fresh] = rows.try_emplace({folded.buffer, row});
-        if (fresh) {
-          Int sum = b_.NewInt();
-          b_.MovImm(sum, 0);
-          for (int pc : folded.invariant) b_.Add(sum, sum, loop.hoisted.at(pc));
-          if (!folded.based.isValid()) folded.based = b_.NewInt();
-          b_.AddScaled(folded.based, data_[folded.buffer], sum,
-                       __builtin_ctz(InfoOf(fn_.registers[folded.buffer].elem).size));
-          it->second = folded.based;
-        }
-        folded.based = it->second;
-        folded_[folded.pc] = {folded.based, loop.counter};
-        continue;
-      }
       // based = data + (hoisted sum + constant) * size: the guard checked
-      // every term, and the sum is an element's offset less the counter.
+      // every term, and the sum is an element's offset less the counter. A
+      // known constant goes into the address instead (row_offsets_).
+      const std::optional<int64_t> k = AddedConstant(folded.constant, folded.minus);
+      Int* shared = nullptr;
+      if (k) {
+        row_offsets_[folded.pc] = *k;
+        std::vector<uint32_t> hoisted;
+        for (int pc : folded.invariant) hoisted.push_back(loop.hoisted.at(pc).id());
+        std::sort(hoisted.begin(), hoisted.end());
+        auto [it, fresh] = rows.try_emplace({folded.buffer, hoisted});
+        shared = &it->second;
+        if (!fresh) {
+          folded.based = *shared;
+          folded_[folded.pc] = {folded.based, loop.counter};
+          continue;
+        }
+      }
       Int row = b_.NewInt();
       b_.MovImm(row, 0);
       for (int pc : folded.invariant) b_.Add(row, row, loop.hoisted.at(pc));
-      if (folded.constant >= 0) {
+      if (!k) {
         if (folded.minus) b_.Sub(row, row, I(folded.constant));
         else b_.Add(row, row, I(folded.constant));
       }
       if (!folded.based.isValid()) folded.based = b_.NewInt();
       b_.AddScaled(folded.based, data_[folded.buffer], row,
                    __builtin_ctz(InfoOf(fn_.registers[folded.buffer].elem).size));
+      if (shared) *shared = folded.based;
       folded_[folded.pc] = {folded.based, loop.counter};
     }
     for (int reg : loop.nonzero_floats) b_.BranchFloat(FloatCond::kEq, F(reg), Zero(), Exit());
@@ -2299,7 +2307,6 @@ class CodeGen {
   // view's axis are checked as a span, its least constant at the first
   // iteration and its greatest at the last.
   void EmitAxisIndexGuards(CountedLoop& loop, const Int& low, const Int& end) {
-    constexpr int64_t kNear = int64_t{1} << 20;
     std::map<std::pair<int, int>, Int> sizes;  // (view, axis) -> its length
     auto size_of = [&](int buffer, int axis) {
       auto [it, fresh] = sizes.try_emplace({buffer, axis});
@@ -2319,12 +2326,9 @@ class CodeGen {
           loop.hoisted[access.pc] = loop.hoisted.at(it->second);
           continue;
         }
-      } else if (access.constant < 0 || ConstantInRange(access.constant, -kNear, kNear)) {
-        const int64_t k = access.constant < 0 ? 0
-                          : access.minus      ? -ConstantValueOf(access.constant)
-                                              : ConstantValueOf(access.constant);
-        auto [it, fresh] = spans.try_emplace({access.buffer, access.axis}, k, k);
-        it->second = {std::min(it->second.first, k), std::max(it->second.second, k)};
+      } else if (const std::optional<int64_t> k = AddedConstant(access.constant, access.minus)) {
+        auto [it, fresh] = spans.try_emplace({access.buffer, access.axis}, *k, *k);
+        it->second = {std::min(it->second.first, *k), std::max(it->second.second, *k)};
         continue;
       }
       EmitAxisIndexGuard(loop, access, low, end, size_of(access.buffer, access.axis));
@@ -2657,9 +2661,7 @@ class CodeGen {
     }
     const int count = fn_.num_registers();
     immediate_.assign(count, std::nullopt);
-    for (int reg = 0; reg < count; ++reg) {
-      if (KindOf(reg) == Kind::kInt && ConstantInRange(reg, INT64_MIN, INT64_MAX)) immediate_[reg] = ConstantValueOf(reg);
-    }
+    for (int reg = 0; reg < count; ++reg) immediate_[reg] = ConstantOf(reg);
     ints_.resize(count);
     floats_.resize(count);
     data_.resize(count);
