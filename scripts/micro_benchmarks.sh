@@ -31,7 +31,10 @@ python_executable=$("$PYTHON" -c 'import sys; print(sys.executable)')
 mkdir -p build
 # SKBUILD=ON: a plain CMake build would copy the extensions into hook/ppy/;
 # this one leaves the source tree alone (it builds only the benchmark anyway).
+# g++ by name, as the wheel's build finds it: the same compiler command line,
+# so ccache gives back asmjit and ppy's objects from that build.
 nice -n 10 cmake -G Ninja -S . -B "$build" \
+  -DCMAKE_CXX_COMPILER=g++ \
   -DCMAKE_BUILD_TYPE=Release \
   -DPython_EXECUTABLE="$python_executable" \
   -DPPY_ASMJIT_SOURCE_DIR="$asmjit" \

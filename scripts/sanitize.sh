@@ -15,7 +15,8 @@
 #
 #   scripts/sanitize.sh [PYTEST ARGS...]     (default: tests/python/test_programs.py)
 #
-# Environment: PYTHON (default python), JOBS (default 2), PPY_SANITIZE_PYMALLOC=1
+# Environment: PYTHON (default python), JOBS (default 2), PYTEST_WORKERS (default:
+# one per core, with pytest-xdist), PPY_SANITIZE_PYMALLOC=1
 # keeps CPython's pymalloc (default: PYTHONMALLOC=malloc, so that ASan sees
 # Python objects freed too early or twice).
 set -euo pipefail
@@ -67,7 +68,7 @@ nice -n 10 cmake -G Ninja -S . -B "$build" \
   -DCMAKE_SHARED_LINKER_FLAGS="${sanitizers}" \
   -DCMAKE_MODULE_LINKER_FLAGS="${sanitizers}" \
   -DPython_EXECUTABLE="$python_executable" \
-  -DPPY_BUILD_TESTS=ON -DSKBUILD=ON >"$build.configure.log" 2>&1 ||
+  -DPPY_BUILD_TESTS=ON -DPPY_PLAIN_ASMJIT=ON -DSKBUILD=ON >"$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; exit 1; }
 echo "sanitize: building the unit tests, _ppy and _compiler ($(elapsed))"
 # The unit tests' discovery runs the sanitized binary while building.
@@ -127,6 +128,12 @@ pytest_args=("$@")
 # (Not the suite's "default" mode: there the functions of mostly object code
 # run as Python, and the rest as in the vm and jit modes, which run here.)
 if [ "${#pytest_args[@]}" -eq 0 ]; then pytest_args=(tests/python/test_programs.py -k "not default"); fi
+# One worker per core where pytest-xdist is installed (scripts/setup.sh
+# installs it): each test waits on one child process at a time.
+workers=${PYTEST_WORKERS:-$(nproc)}
+if [ "$workers" -gt 1 ] && "$python_executable" -c 'import xdist' >/dev/null 2>&1; then
+  pytest_args=(-n "$workers" --dist loadgroup "${pytest_args[@]}")
+fi
 echo "sanitize: pytest ${pytest_args[*]} ($(elapsed))"
 if nice -n 10 "$python_executable" -m pytest -q -p no:cacheprovider "${pytest_args[@]}" 2>&1 | tee "$build/pytest.log" | tail -n 25; [ "${PIPESTATUS[0]}" -eq 0 ]; then
   summary+=("differential suite: $(tail -n 1 "$build/pytest.log")")

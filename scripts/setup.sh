@@ -44,7 +44,7 @@ SOURCES
 fi
 
 # ---- Python packages -----------------------------------------------------------------
-want=(scikit-build-core pytest numpy "torch==2.13.0" accelerate)
+want=(scikit-build-core pytest pytest-xdist numpy "torch==2.13.0" accelerate)
 if ! "$PYTHON" - "${want[@]}" <<'PY'
 import sys
 from importlib import metadata

@@ -87,7 +87,7 @@ nice -n 10 cmake -G Ninja -S . -B "$build" \
   -DCMAKE_SHARED_LINKER_FLAGS="${sanitizers}" \
   -DCMAKE_MODULE_LINKER_FLAGS="${sanitizers}" \
   -DPython_EXECUTABLE="$python_executable" \
-  -DPPY_BUILD_TESTS=ON -DSKBUILD=ON >"$build.configure.log" 2>&1 ||
+  -DPPY_BUILD_TESTS=ON -DPPY_PLAIN_ASMJIT=ON -DSKBUILD=ON >"$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; exit 1; }
 echo "tsan: building the unit tests, _ppy and _compiler ($(elapsed))"
 # The unit tests' discovery runs the instrumented binary while building.

@@ -125,8 +125,21 @@ def _own_children():
     return found
 
 
+def _distributes_tests(config):
+    """True in the controller of a pytest-xdist run (`-n N`): its children are
+    the workers, each of which checks its own children."""
+    workers = getattr(config.option, "numprocesses", None)
+    return not hasattr(config, "workerinput") and workers not in (None, 0, "0")
+
+
+def pytest_configure(config):
+    # scripts/test.sh runs with pytest-xdist and `--dist loadgroup`; a plain
+    # run knows the mark too.
+    config.addinivalue_line("markers", "xdist_group(name): tests that run in one pytest-xdist worker")
+
+
 def pytest_sessionstart(session):
-    session.config._ppy_subreaper = _set_child_subreaper()
+    session.config._ppy_subreaper = not _distributes_tests(session.config) and _set_child_subreaper()
 
 
 def pytest_sessionfinish(session, exitstatus):

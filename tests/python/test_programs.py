@@ -67,12 +67,26 @@ MODES = {
 }
 
 
+# CPython's output of each program, run once per test process: the modes of
+# one program compare against the same run. (Under pytest-xdist, `--dist
+# loadgroup` keeps a program's modes in one worker.)
+_expected = {}
+
+
+def _cpython_output(runner, program):
+    if program not in _expected:
+        _expected[program] = runner.python(program, cwd=program.parent, PPY_IMPORT="python")
+    return _expected[program]
+
+
 @pytest.mark.parametrize("mode", sorted(MODES))
-@pytest.mark.parametrize("program", PROGRAMS + EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("program", [
+    pytest.param(path, marks=pytest.mark.xdist_group(str(path.relative_to(ROOT))), id=str(path.relative_to(ROOT)))
+    for path in PROGRAMS + EXAMPLES])
 def test_program_matches_cpython(runner, program, mode):
     if _needs_torch(program) and not HAVE_TORCH:
         pytest.skip("torch is not installed")
-    expected = runner.python(program, cwd=program.parent, PPY_IMPORT="python")
+    expected = _cpython_output(runner, program)
     actual = runner.ppy("run", program, cwd=program.parent, PPY_TRACE="1", **MODES[mode])
     assert _comparable(actual.stdout) == _comparable(expected.stdout), actual.stderr
     assert actual.returncode == expected.returncode, actual.stderr
