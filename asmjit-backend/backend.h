@@ -20,7 +20,10 @@
 //     to fit).
 //   AddScaled(d, a, b, shift): d := a + (b << shift), wrapping (addresses).
 //   AddPlusImm(d, a, b, imm): d := a + b + imm, wrapping (x86-64: one lea).
-//   DivMod(q, r, a, b): C's truncating division; b is neither 0 nor -1.
+//   DivMod(q, r, a, b): C's truncating division; b is not 0, and not -1
+//     unless a cannot be INT64_MIN (the one quotient that overflows).
+//   BranchSignsAgree(a, b, L): jumps to L when a and b are both negative or
+//     both >= 0 (x86-64: the sign of a ^ b, no compare).
 //   FloatToIntChecked(d, f, L): truncates; jumps to L for a NaN or a value
 //     outside int64, and may for exactly INT64_MIN.
 //   LoadElement/StoreElement/StoreElementImm(elem, ..., data, index, offset):
@@ -132,6 +135,7 @@ enum class FloatOp : uint8_t { kAdd, kSub, kMul };
   void DecrementAndBranchPositive(const Int& reg, const Label& target);                                \
   void BranchInt(IntCond cond, const Int& a, const Int& b, const Label& target);                       \
   void BranchIntImm(IntCond cond, const Int& a, int64_t imm, const Label& target);                     \
+  void BranchSignsAgree(const Int& a, const Int& b, const Label& target);                              \
   void BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target);               \
   void SetInt(IntCond cond, const Int& dst, const Int& a, const Int& b);                               \
   void SetFloat(FloatCond cond, const Int& dst, const Float& a, const Float& b);                       \

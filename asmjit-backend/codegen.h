@@ -3603,25 +3603,32 @@ class CodeGen {
   }
 
   // dst := a // b or a % b with Python's signs, b already known nonzero.
-  void FloorDivide(const Int& dst, const Int& a, const Int& b, bool want_quotient) {
+  // dst = a // b or a % b, Python's (rounding toward minus infinity), for a
+  // divisor b known not to be 0. Division by -1 is the one that can
+  // overflow (INT64_MIN // -1, which leaves), and x86-64 traps on it: it
+  // takes a path of its own unless the dividend cannot be INT64_MIN
+  // (`min_dividend` false: an element of a narrower type, say), where the
+  // truncating division gives -a and 0, already Python's results.
+  void FloorDivide(const Int& dst, const Int& a, const Int& b, bool want_quotient, bool min_dividend = true) {
     Label general = b_.NewLabel(), done = b_.NewLabel(), adjusted = b_.NewLabel();
-    Int result = b_.NewInt();
-    b_.BranchIntImm(IntCond::kNe, b, -1, general);
-    if (want_quotient) {
-      b_.BranchIntImm(IntCond::kEq, a, INT64_MIN, Exit());
-      b_.Neg(result, a);
-    } else {
-      b_.MovImm(result, 0);
+    Int result = min_dividend ? b_.NewInt() : dst;
+    if (min_dividend) {
+      b_.BranchIntImm(IntCond::kNe, b, -1, general);
+      if (want_quotient) {
+        b_.BranchIntImm(IntCond::kEq, a, INT64_MIN, Exit());
+        b_.Neg(result, a);
+      } else {
+        b_.MovImm(result, 0);
+      }
+      b_.Jump(done);
+      b_.Bind(general);
     }
-    b_.Jump(done);
-    b_.Bind(general);
-    Int quotient = b_.NewInt(), remainder = b_.NewInt(), signs = b_.NewInt();
+    Int quotient = b_.NewInt(), remainder = b_.NewInt();
     b_.DivMod(quotient, remainder, a, b);
     // The truncated result needs fixing when the remainder is nonzero and its
     // sign differs from the divisor's.
     b_.BranchIntImm(IntCond::kEq, remainder, 0, adjusted);
-    b_.Xor(signs, remainder, b);
-    b_.BranchIntImm(IntCond::kGe, signs, 0, adjusted);
+    b_.BranchSignsAgree(remainder, b, adjusted);
     if (want_quotient) {
       b_.AddImm(quotient, quotient, -1);
     } else {
@@ -3630,7 +3637,7 @@ class CodeGen {
     b_.Bind(adjusted);
     b_.Mov(result, want_quotient ? quotient : remainder);
     b_.Bind(done);
-    b_.Mov(dst, result);
+    if (min_dividend) b_.Mov(dst, result);
   }
 
   void Power(const Int& dst, const Int& base, const Int& exponent) {
@@ -3897,7 +3904,10 @@ class CodeGen {
           break;
         }
         if (nonzero_checked_[pc_]) b_.BranchIntImm(IntCond::kEq, I(c), 0, Exit());
-        FloorDivide(I(a), I(bb), I(c), in.op == Op::FLOORDIV_I);
+        {
+          const std::optional<Range> range = RangeOf(bb);
+          FloorDivide(I(a), I(bb), I(c), in.op == Op::FLOORDIV_I, !range || range->low == INT64_MIN);
+        }
         break;
       case Op::POW_I: Power(I(a), I(bb), I(c)); break;
       case Op::TRUEDIV_I: {

@@ -349,6 +349,13 @@ void A64Backend::BranchIntImm(IntCond cond, const Int& a, int64_t imm, const Lab
   }
 }
 
+void A64Backend::BranchSignsAgree(const Int& a, const Int& b, const Label& target) {
+  Int t = NewInt();
+  cc_.eor(t, a, b);
+  cc_.cmp(t, 0);
+  cc_.b(IntCondition(IntCond::kGe), target);
+}
+
 void A64Backend::BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target) {
   cc_.fcmp(a, b);
   cc_.b(FloatCondition(cond), target);

@@ -427,6 +427,13 @@ void X86Backend::BranchIntImm(IntCond cond, const Int& a, int64_t imm, const Lab
   cc_.j(IntCondition(cond), target);
 }
 
+void X86Backend::BranchSignsAgree(const Int& a, const Int& b, const Label& target) {
+  Int t = NewInt();
+  cc_.mov(t, a);
+  cc_.xor_(t, b);  // (sets SF to the sign of a ^ b)
+  cc_.jns(target);
+}
+
 void X86Backend::BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target) {
   // ucomisd sets ZF, PF and CF all for an unordered pair. "Above" and "above or
   // equal" are false then, so a < b is tested as b > a.

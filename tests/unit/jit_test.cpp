@@ -350,6 +350,7 @@ struct BorrowedArray {
       case 'q': view.elem = ElemType::kI64; break;
       case 'B': view.elem = ElemType::kU8; break;
       case 'i': view.elem = ElemType::kI32; break;
+      case 'I': view.elem = ElemType::kU32; break;
       default: view.elem = ElemType::kI8; break;
     }
   }
@@ -993,6 +994,45 @@ def repeated(x: float, y: float, n: int) -> float:
   BorrowedArray narrow("i", "[0, 1, -1, 2, -3, 6, -7, 999, -1000, 65537, -65538, 2147483647, -2147483648, "
                             "2147483646, -2147483647] + [(k * 2654435761) % 2**32 - 2**31 for k in range(64)]");
   ExpectSame(*compiled, "narrow", {narrow.value()});
+}
+
+// Division of an element narrower than 64 bits by a divisor only known at
+// run time: the dividend cannot be INT64_MIN, so a divisor of -1 takes the
+// machine's division (which gives Python's results there) instead of a path
+// of its own (FloorDivide); every sign, 0 (which raises), and int64's edges.
+TEST_F(Jit, DivisionOfNarrowElementsByAnyDivisor) {
+  auto compiled = Compile(R"(
+from ppy import Buffer, i32, u32
+def histogram(keys: Buffer[i32], counts: Buffer[int], d: int) -> int:
+    for k in keys:
+        counts[k % d] += 1
+    t = 0
+    for k in keys:
+        t += k // d * 3 + k % d
+    return t
+def unsigned(keys: Buffer[u32], d: int) -> int:
+    t = 0
+    for k in keys:
+        t = t * 7 % 1000003 + k // d - k % d
+    return t
+)");
+  BorrowedArray keys("i", "[0, 1, -1, 5, -6, 7, 2147483647, -2147483648, -2147483647, 12345, -54321]");
+  BorrowedArray wide("I", "[0, 1, 2, 4294967295, 2147483648, 77]");
+  for (int64_t d : kInts) {
+    BorrowedArray c1("q", "[0] * 8"), c2("q", "[0] * 8");
+    auto [interpreted, machine] = BothWaysOnCopies(*compiled, "histogram", {keys.value(), c1.value(), IntValue(d)},
+                                                   {keys.value(), c2.value(), IntValue(d)});
+    EXPECT_EQ(interpreted, machine) << d;
+    EXPECT_EQ(c1.contents(), c2.contents()) << d;
+    ExpectSame(*compiled, "unsigned", {wide.value(), IntValue(d)});
+  }
+  for (int64_t d : {int64_t{-8}, int64_t{-3}, int64_t{3}, int64_t{8}}) {
+    BorrowedArray c1("q", "[0] * 8"), c2("q", "[0] * 8");
+    auto [interpreted, machine] = BothWaysOnCopies(*compiled, "histogram", {keys.value(), c1.value(), IntValue(d)},
+                                                   {keys.value(), c2.value(), IntValue(d)});
+    EXPECT_EQ(interpreted, machine) << d;
+    EXPECT_EQ(c1.contents(), c2.contents()) << d;
+  }
 }
 
 // ---- A property test: random typed loop programs ------------------------------------------
