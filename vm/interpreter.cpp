@@ -1508,6 +1508,16 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
         PyErr_SetString(PyExc_IndexError, "cannot fit 'int' into an index-sized integer");
         return false;
       }
+      // buf[i] = value, the value grown: the exporter's own error for it,
+      // after the checks that come first there (as in the store's handler).
+      if ((in.op == Op::STORE_I64 || in.op == Op::STORE_I) && grown.At(in.c) != nullptr &&
+          grown.At(in.b) == nullptr) {
+        const BufferView& view = *regs[in.a].u;
+        int64_t index = regs[in.b].i;
+        if (view.readonly) return RaiseReadOnly(view);
+        if (!NormalizeIndex(view, &index)) return RaiseIndexError(view, regs[in.b].i, true);
+        return RaiseGrownElementOverflow(view, grown.At(in.c));
+      }
       return RaiseIntOverflow(fn, pc, what);
   }
 }

@@ -346,6 +346,36 @@ bool RaiseElementOverflow(const BufferView& view, int64_t value) {
   return false;
 }
 
+bool RaiseGrownElementOverflow(const BufferView& view, PyObject* value) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
+  switch (view.exporter) {
+    case Exporter::kArray:
+      // array.array converts a 64-bit element itself, a narrower one through
+      // a C long.
+      if (view.elem == ElemType::kU64 && _PyLong_Sign(value) < 0) {
+        PyErr_SetString(PyExc_OverflowError, "can't convert negative int to unsigned");
+      } else if (view.elem == ElemType::kI64 || view.elem == ElemType::kU64) {
+        PyErr_SetString(PyExc_OverflowError, "int too big to convert");
+      } else {
+        PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long");
+      }
+      break;
+    case Exporter::kNumpy:
+      PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long");
+      break;
+    case Exporter::kTorch:
+      PyErr_SetString(PyExc_ValueError, "Overflow when unpacking long long");
+      break;
+    case Exporter::kBytearray:
+      PyErr_SetString(PyExc_ValueError, "byte must be in range(0, 256)");
+      break;
+    default:
+      PyErr_Format(PyExc_ValueError, "memoryview: invalid value for format '%c'", view.format);
+      break;
+  }
+  return false;
+}
+
 bool RaiseBoolMaskIndex(const BufferView& view) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
   PyErr_Format(PyExc_TypeError,

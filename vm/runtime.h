@@ -139,6 +139,10 @@ void ForgetGrownInt();
 [[gnu::cold]] bool RaiseIndexError(const BufferView& view, int64_t index, bool store);
 [[gnu::cold]] bool RaiseReadOnly(const BufferView& view);
 [[gnu::cold]] bool RaiseElementOverflow(const BufferView& view, int64_t value);
+// The same for `value`, a Python int beyond 64 bits (a grown int, see
+// vm/interpreter.cpp), stored into an int element: what the exporter's own
+// item assignment raises for it.
+[[gnu::cold]] bool RaiseGrownElementOverflow(const BufferView& view, PyObject* value);
 [[gnu::cold]] bool RaiseUnbound(PyObject* name);
 // A bool index: array.array, memoryview, bytearray and bytes read it as 0 or
 // 1, as Python's int subclassing says; numpy and torch read it as a mask (all
