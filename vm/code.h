@@ -208,7 +208,13 @@ struct FunctionRuntime {
   ShardedCounter calls;
   RelaxedCounter back_edges;
   ShardedCounter jit_entries;  // times the interpreter entered machine code
+  ShardedCounter jit_exits;    // of those, the side exits: the interpreter went on at a pc
   RelaxedCounter nanoseconds;  // inclusive, only while profiling
+  // Deoptimizations (RaiseDeoptimize): how many, and the last one's pc and
+  // operator (a static string), for `ppy run --trace`.
+  RelaxedCounter deopts;
+  std::atomic<int32_t> deopt_pc{-1};
+  std::atomic<const char*> deopt_what{nullptr};
 
   // The asmjit tier's code, once compiled or mapped from the cache. Whoever
   // installs it writes the fields below first and jit_state (kCompiled) last,

@@ -466,10 +466,13 @@ PyObject* ModuleTiers(PyObject* op, PyObject*) {
   return tiers;
 }
 
-// stats() -> [(name, calls, seconds, jit entries, inlined, specialization)]
-// for every compiled function; `inlined`: machine code of another function
-// runs its calls in place (not counted in `calls`); `specialization`: None,
-// or (the values it is for, as "cols=16", and the jit entries that entered it).
+// stats() -> [(name, calls, seconds, jit entries, inlined, specialization,
+// side exits, deoptimizations)] for every compiled function; `inlined`:
+// machine code of another function runs its calls in place (not counted in
+// `calls`); `specialization`: None, or (the values it is for, as "cols=16",
+// and the jit entries that entered it); `side exits`: the jit entries that
+// handed the rest of the call to the interpreter; `deoptimizations`: None, or
+// (how many, and the last one's line and operator).
 PyObject* ModuleStats(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   PyObject* stats = PyList_New(0);
@@ -485,10 +488,25 @@ PyObject* ModuleStats(PyObject* op, PyObject*) {
     } else {
       special = Py_NewRef(Py_None);
     }
-    PyObject* item = special == nullptr ? nullptr
-                     : Py_BuildValue("(sKdKNN)", fn->qualname.c_str(), static_cast<unsigned long long>(runtime.calls),
-                                     runtime.nanoseconds / 1e9, static_cast<unsigned long long>(runtime.jit_entries),
-                                     PyBool_FromLong(runtime.jit_inlined.load(std::memory_order_relaxed)), special);
+    PyObject* deopts = nullptr;
+    const char* what = runtime.deopt_what.load(std::memory_order_relaxed);
+    if (runtime.deopts > 0 && what != nullptr) {
+      const int pc = runtime.deopt_pc.load(std::memory_order_relaxed);
+      const int line = pc >= 0 && pc < static_cast<int>(fn->lines.size()) ? fn->lines[pc] : fn->first_line;
+      deopts = Py_BuildValue("(Kis)", static_cast<unsigned long long>(runtime.deopts), line, what);
+    } else {
+      deopts = Py_NewRef(Py_None);
+    }
+    PyObject* item = nullptr;
+    if (special == nullptr || deopts == nullptr) {
+      Py_XDECREF(special);
+      Py_XDECREF(deopts);
+    } else {  // ("N" hands both over, whether or not it succeeds)
+      item = Py_BuildValue("(sKdKNNKN)", fn->qualname.c_str(), static_cast<unsigned long long>(runtime.calls),
+                           runtime.nanoseconds / 1e9, static_cast<unsigned long long>(runtime.jit_entries),
+                           PyBool_FromLong(runtime.jit_inlined.load(std::memory_order_relaxed)), special,
+                           static_cast<unsigned long long>(runtime.jit_exits), deopts);
+    }
     if (item == nullptr || PyList_Append(stats, item) < 0) {
       Py_XDECREF(item);
       Py_DECREF(stats);
@@ -538,7 +556,9 @@ PyMethodDef kModuleMethods[] = {
     {"function_names", ModuleFunctionNames, METH_NOARGS, "The compiled functions, in index order."},
     {"dis", ModuleDis, METH_VARARGS, "dis([name]) -> the disassembly of every (or one) function"},
     {"tiers", ModuleTiers, METH_NOARGS, "tiers() -> ['vm' or 'jit'] per compiled function"},
-    {"stats", ModuleStats, METH_NOARGS, "stats() -> [(name, calls, seconds, jit entries)]; seconds only while profiling"},
+    {"stats", ModuleStats, METH_NOARGS,
+     "stats() -> [(name, calls, seconds, jit entries, inlined, specialization, side exits, deoptimizations)]; "
+     "seconds only while profiling"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -1752,6 +1752,7 @@ enter_jit : {
     ip = code + JitErrorPc(outcome);
     goto error;
   }
+  fn.runtime->jit_exits.Bump(nogil);
   ip = code + outcome;
   ticks = 1;  // back into machine code at the next back edge
   goto* dispatch[static_cast<uint8_t>(ip->op)];

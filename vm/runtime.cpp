@@ -88,6 +88,11 @@ constinit thread_local uint64_t g_effects PPY_FAST_TLS = 0;
 
 bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
+  if (fn.runtime != nullptr) {
+    ++fn.runtime->deopts;
+    fn.runtime->deopt_pc.store(pc, std::memory_order_relaxed);
+    fn.runtime->deopt_what.store(what, std::memory_order_relaxed);
+  }
   // The OverflowError it stands for, kept as its argument.
   RaiseIntOverflow(fn, pc, what);
   PyObject* overflow = TakeRaisedException();

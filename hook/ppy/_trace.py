@@ -89,14 +89,17 @@ def _summary():
     rows = []
     inlined = []
     specialized = []
+    left = []
     for module_name, compiled in _modules:
-        for function, calls, seconds, entries, in_place, special in compiled.stats():
+        for function, calls, seconds, entries, in_place, special, exits, deopts in compiled.stats():
             if calls:
                 rows.append((seconds, calls, entries, f"{module_name}.{function}"))
             if in_place:
                 inlined.append(f"{module_name}.{function}")
             if special is not None:
                 specialized.append((f"{module_name}.{function}", special[0], special[1]))
+            if exits or deopts is not None:
+                left.append((f"{module_name}.{function}", exits, deopts))
     _emit("summary: calls, time (inclusive) and entries into machine code per compiled function")
     for seconds, calls, entries, name in sorted(rows, reverse=True):
         _emit(f"  {name:40s} {calls:10d} calls {seconds * 1000:12.3f} ms {entries:10d} jit entries")
@@ -109,6 +112,18 @@ def _summary():
         _emit("summary: value specializations (of the jit entries above, those that entered one)")
         for name, values, entries in specialized:
             _emit(f"  {name:40s} {entries:10d} entries for {values}")
+    if left:
+        # Side exits: machine code handed the rest of a call to the
+        # interpreter (an instruction it leaves to it, a failed guard, an
+        # overflow). Deoptimizations: an int outgrew 64 bits before the call
+        # had any effect, and the function's Python code ran the call instead.
+        _emit("summary: side exits (of the jit entries above, those that left for the interpreter) and deoptimizations")
+        for name, exits, deopts in left:
+            text = f"  {name:40s} {exits:10d} side exits"
+            if deopts is not None:
+                count, line, what = deopts
+                text += f" {count:10d} deoptimizations (last: line {line}, an int result of {what} beyond 64 bits)"
+            _emit(text)
     regions = [(f"{module_name}.{name}", calls, ops, python_calls)
                for module_name, compiled in _modules
                for name, calls, ops, python_calls in compiled.region_stats() if calls]

@@ -1,5 +1,6 @@
 """`import ppy` and the two loaders, on the seed's features.ppy."""
 
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -293,6 +294,37 @@ def test_trace_reports_the_cache_the_tiers_and_a_summary(runner):
     assert "ppy trace: module __main__ (features.ppy): cache hit, loaded in" in second.stderr
     summary = second.stderr.split("summary:")[1]
     assert "__main__.standardize" in summary and "1 calls" in summary and "jit entries" in summary
+
+
+def test_trace_reports_side_exits_and_deoptimizations(runner, tmp_path):
+    """The summary says which functions' machine code handed calls back to
+    the interpreter, and which deoptimized (an int past 64 bits before any
+    effect: the call ran as Python), how often, and where last; a function
+    that did neither is not listed there."""
+    main = _write(tmp_path, "main.ppy", """\
+        def grow(n: int) -> int:
+            t = 1
+            for i in range(n):
+                t = t * 3
+            return t
+
+        def steady(n: int) -> int:
+            t = 0
+            for i in range(n):
+                t += i
+            return t
+
+        print(grow(10), grow(50), grow(60), steady(100))
+        """)
+    plain = runner.python(main, cwd=tmp_path)
+    traced = runner.ppy("run", "--trace", main, cwd=tmp_path, PPY_JIT="eager")
+    assert traced.returncode == 0, traced.stderr
+    assert traced.stdout == plain.stdout, traced.stderr
+    section = traced.stderr.split("summary: side exits")[1]
+    rows = [line.split() for line in section.splitlines()[1:] if line.startswith("ppy trace:   ")]
+    assert [row[2] for row in rows] == ["__main__.grow"], section
+    assert re.search(r"__main__\.grow\s+2 side exits\s+2 deoptimizations \(last: line 4, an int result of \* "
+                     r"beyond 64 bits\)", section), section
 
 
 def test_trace_lists_every_def_with_its_qualified_name(runner, tmp_path):
