@@ -1364,7 +1364,8 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
     case Op::F2I: return SetIntObject(fn, regs, grown, in.a, PyLong_FromDouble(regs[in.b].f), pc, "int()");
     case Op::MATH_FI:
       return SetIntObject(fn, regs, grown, in.a, PyLong_FromDouble(kMathInfo[in.d].fast1(regs[in.b].f)), pc, "int()");
-    case Op::UNBOX_I: return SetIntObject(fn, regs, grown, in.a, PyNumber_Index(regs[in.b].o), pc, "int()");
+    case Op::UNBOX_I:  // (a Python int, from object code, into an int register)
+      return SetIntObject(fn, regs, grown, in.a, PyNumber_Index(regs[in.b].o), pc, "this expression");
     case Op::TRUTH_I:
     case Op::NOT: {
       int value = truth(in.b);
@@ -1857,10 +1858,11 @@ grown_int_instruction : {
   NEXT_AFTER_PYTHON;
   CASE(UNBOX_I) {
     if (!UnboxInt(R(in.b).o, &R(in.a).i)) {
-      // A Python int beyond 64 bits (int("1" * 30)) stays a Python int.
+      // A Python int beyond 64 bits (int("1" * 30), or object code's
+      // arithmetic) stays a Python int.
       if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
         PyErr_Clear();
-        INT_OVERFLOW("int()");
+        INT_OVERFLOW("this expression");
       }
       goto error;
     }
