@@ -46,7 +46,7 @@ echo "fuzz: configuring ${build} (clang++, $(clang++ --version | head -n 1))"
 nice -n 10 cmake -G Ninja -S . -B "$build" \
   -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DPython_EXECUTABLE="$python_executable" \
   -DPPY_BUILD_FUZZERS=ON -DPPY_BUILD_TESTS=OFF -DSKBUILD=ON >"$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; exit 1; }
@@ -95,6 +95,9 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
 summary=()
+# The targets run at once, each for SECONDS: on a machine with fewer cores
+# than targets they share them (fewer executions each, the same minute).
+declare -A pids
 for target in "${targets[@]}"; do
   mkdir -p "$artifacts/$target"
   options=(
@@ -106,10 +109,14 @@ for target in "${targets[@]}"; do
   )
   if [ "$target" = fuzz_compiler ]; then options+=(-max_len=16384); fi
   echo "fuzz: ${target} for ${duration} s"
+  # shellcheck disable=SC2086
+  nice -n 10 "$build/fuzz/$target" "${options[@]}" ${FUZZ_ARGS:-} "$corpus/$target" >"$logs/$target.log" 2>&1 &
+  pids[$target]=$!
+done
+for target in "${targets[@]}"; do
   log=$logs/$target.log
   set +e
-  # shellcheck disable=SC2086
-  nice -n 10 "$build/fuzz/$target" "${options[@]}" ${FUZZ_ARGS:-} "$corpus/$target" >"$log" 2>&1
+  wait "${pids[$target]}"
   rc=$?
   set -e
   executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)

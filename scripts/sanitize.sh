@@ -62,7 +62,7 @@ echo "sanitize: configuring ${build} (g++ $(g++ -dumpfullversion), ${sanitizers}
 nice -n 10 cmake -G Ninja -S . -B "$build" \
   -DCMAKE_CXX_COMPILER=g++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DCMAKE_CXX_FLAGS="${sanitizers}" \
   -DCMAKE_EXE_LINKER_FLAGS="${sanitizers}" \
   -DCMAKE_SHARED_LINKER_FLAGS="${sanitizers}" \
