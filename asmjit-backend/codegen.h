@@ -3602,7 +3602,6 @@ class CodeGen {
     b_.Sub(dst, x, product);
   }
 
-  // dst := a // b or a % b with Python's signs, b already known nonzero.
   // dst = a // b or a % b, Python's (rounding toward minus infinity), for a
   // divisor b known not to be 0. Division by -1 is the one that can
   // overflow (INT64_MIN // -1, which leaves), and x86-64 traps on it: it
