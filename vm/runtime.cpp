@@ -329,6 +329,17 @@ const char* NumpyTypeName(ElemType elem) {
   }
 }
 
+// The ValueError of a bytearray, or of a memoryview (and any other
+// exporter), for a value its element cannot hold.
+bool RaiseInvalidElementValue(const BufferView& view) {
+  if (view.exporter == Exporter::kBytearray) {
+    PyErr_SetString(PyExc_ValueError, "byte must be in range(0, 256)");
+  } else {
+    PyErr_Format(PyExc_ValueError, "memoryview: invalid value for format '%c'", view.format);
+  }
+  return false;
+}
+
 }  // namespace
 
 bool RaiseElementOverflow(const BufferView& view, int64_t value) {
@@ -336,19 +347,14 @@ bool RaiseElementOverflow(const BufferView& view, int64_t value) {
   switch (view.exporter) {
     case Exporter::kArray:
       PyErr_SetString(PyExc_OverflowError, ArrayRangeMessage(view.elem, value > 0));
-      break;
+      return false;
     case Exporter::kNumpy:
       PyErr_Format(PyExc_OverflowError, "Python integer %lld out of bounds for %s", static_cast<long long>(value),
                    NumpyTypeName(view.elem));
-      break;
-    case Exporter::kBytearray:
-      PyErr_SetString(PyExc_ValueError, "byte must be in range(0, 256)");
-      break;
+      return false;
     default:
-      PyErr_Format(PyExc_ValueError, "memoryview: invalid value for format '%c'", view.format);
-      break;
+      return RaiseInvalidElementValue(view);
   }
-  return false;
 }
 
 bool RaiseGrownElementOverflow(const BufferView& view, PyObject* value) {
@@ -364,21 +370,16 @@ bool RaiseGrownElementOverflow(const BufferView& view, PyObject* value) {
       } else {
         PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long");
       }
-      break;
+      return false;
     case Exporter::kNumpy:
       PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long");
-      break;
+      return false;
     case Exporter::kTorch:
       PyErr_SetString(PyExc_ValueError, "Overflow when unpacking long long");
-      break;
-    case Exporter::kBytearray:
-      PyErr_SetString(PyExc_ValueError, "byte must be in range(0, 256)");
-      break;
+      return false;
     default:
-      PyErr_Format(PyExc_ValueError, "memoryview: invalid value for format '%c'", view.format);
-      break;
+      return RaiseInvalidElementValue(view);
   }
-  return false;
 }
 
 bool RaiseBoolMaskIndex(const BufferView& view) {
