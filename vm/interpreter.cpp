@@ -1514,9 +1514,8 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
       if ((in.op == Op::STORE_I64 || in.op == Op::STORE_I) && grown.At(in.c) != nullptr &&
           grown.At(in.b) == nullptr) {
         const BufferView& view = *regs[in.a].u;
-        int64_t index = regs[in.b].i;
-        if (view.readonly) return RaiseReadOnly(view);
-        if (!NormalizeIndex(view, &index)) return RaiseIndexError(view, regs[in.b].i, true);
+        int64_t at = 0;
+        if (!StoreOffset(view, regs[in.b].i, &at)) return false;
         return RaiseGrownElementOverflow(view, grown.At(in.c));
       }
       return RaiseIntOverflow(fn, pc, what);
@@ -2226,61 +2225,33 @@ grown_int_instruction : {
   CASE(STORE_F64) {
     ++g_effects;
     const BufferView& view = *R(in.a).u;
-    int64_t index = R(in.b).i;
-    if (view.readonly) {
-      RaiseReadOnly(view);
-      goto error;
-    }
-    if (!NormalizeIndex(view, &index)) {
-      RaiseIndexError(view, R(in.b).i, true);
-      goto error;
-    }
-    reinterpret_cast<double*>(view.data)[index * view.strides[0]] = R(in.c).f;
+    int64_t at = 0;
+    if (!StoreOffset(view, R(in.b).i, &at)) goto error;
+    reinterpret_cast<double*>(view.data)[at] = R(in.c).f;
   }
   NEXT;
   CASE(STORE_I64) {
     ++g_effects;
     const BufferView& view = *R(in.a).u;
-    int64_t index = R(in.b).i;
-    if (view.readonly) {
-      RaiseReadOnly(view);
-      goto error;
-    }
-    if (!NormalizeIndex(view, &index)) {
-      RaiseIndexError(view, R(in.b).i, true);
-      goto error;
-    }
-    reinterpret_cast<int64_t*>(view.data)[index * view.strides[0]] = R(in.c).i;
+    int64_t at = 0;
+    if (!StoreOffset(view, R(in.b).i, &at)) goto error;
+    reinterpret_cast<int64_t*>(view.data)[at] = R(in.c).i;
   }
   NEXT;
   CASE(STORE_F) {
     ++g_effects;
     const BufferView& view = *R(in.a).u;
-    int64_t index = R(in.b).i;
-    if (view.readonly) {
-      RaiseReadOnly(view);
-      goto error;
-    }
-    if (!NormalizeIndex(view, &index)) {
-      RaiseIndexError(view, R(in.b).i, true);
-      goto error;
-    }
-    StoreFloatElement(view, index * view.strides[0], R(in.c).f);
+    int64_t at = 0;
+    if (!StoreOffset(view, R(in.b).i, &at)) goto error;
+    StoreFloatElement(view, at, R(in.c).f);
   }
   NEXT;
   CASE(STORE_I) {
     ++g_effects;
     const BufferView& view = *R(in.a).u;
-    int64_t index = R(in.b).i;
-    if (view.readonly) {
-      RaiseReadOnly(view);
-      goto error;
-    }
-    if (!NormalizeIndex(view, &index)) {
-      RaiseIndexError(view, R(in.b).i, true);
-      goto error;
-    }
-    if (!StoreIntElement(view, index * view.strides[0], R(in.c).i)) goto error;
+    int64_t at = 0;
+    if (!StoreOffset(view, R(in.b).i, &at)) goto error;
+    if (!StoreIntElement(view, at, R(in.c).i)) goto error;
   }
   NEXT;
   CASE(LOADX_F64) {
@@ -2321,16 +2292,9 @@ grown_int_instruction : {
       RaiseIntOverflow(fn, PC, "+");
       goto error;
     }
-    if (view.readonly) {
-      RaiseReadOnly(view);
-      goto error;
-    }
-    int64_t original = index;
-    if (!NormalizeIndex(view, &index)) {
-      RaiseIndexError(view, original, true);
-      goto error;
-    }
-    reinterpret_cast<double*>(view.data)[index * view.strides[0]] = R(in.d).f;
+    int64_t at = 0;
+    if (!StoreOffset(view, index, &at)) goto error;
+    reinterpret_cast<double*>(view.data)[at] = R(in.d).f;
   }
   NEXT;
   CASE(STOREX_I64) {
@@ -2341,16 +2305,9 @@ grown_int_instruction : {
       RaiseIntOverflow(fn, PC, "+");
       goto error;
     }
-    if (view.readonly) {
-      RaiseReadOnly(view);
-      goto error;
-    }
-    int64_t original = index;
-    if (!NormalizeIndex(view, &index)) {
-      RaiseIndexError(view, original, true);
-      goto error;
-    }
-    reinterpret_cast<int64_t*>(view.data)[index * view.strides[0]] = R(in.d).i;
+    int64_t at = 0;
+    if (!StoreOffset(view, index, &at)) goto error;
+    reinterpret_cast<int64_t*>(view.data)[at] = R(in.d).i;
   }
   NEXT;
 

@@ -308,6 +308,18 @@ inline bool NormalizeIndex(const BufferView& view, int64_t* index) {
   return true;
 }
 
+// Where a store into element `index` of a 1-d view writes (its offset in
+// elements: Python's index rules, times the stride), or false with what the
+// exporter raises, in its order: a read-only view first, then an index
+// outside it.
+inline bool StoreOffset(const BufferView& view, int64_t index, int64_t* offset) {
+  if (view.readonly) [[unlikely]] return RaiseReadOnly(view);
+  int64_t i = index;
+  if (!NormalizeIndex(view, &i)) [[unlikely]] return RaiseIndexError(view, index, true);
+  *offset = i * view.strides[0];
+  return true;
+}
+
 // The same along one axis of an N-d view.
 inline bool NormalizeAxisIndex(const BufferView& view, int axis, int64_t* index) {
   int64_t i = *index;
