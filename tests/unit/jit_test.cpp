@@ -141,6 +141,37 @@ def hyp(a: float, b: float) -> float: return math.hypot(a, b) + math.fmod(a, b)
   }
 }
 
+// 2.0 * x runs as x + x, and x / 2**k as x * 2**-k where 2**-k is normal
+// (codegen.h, the MUL_F and DIV_F cases): both give the same bits for every
+// float, the signed zeros, the infinities, NaN and the subnormals included.
+TEST_F(Jit, DoublingAndHalvingByConstantsAreExact) {
+  auto compiled = Compile(R"(
+import math
+def d1(a: float, b: float) -> float: return 2.0 * a
+def d2(a: float, b: float) -> float: return b * 2.0
+def d3(a: float, b: float) -> float: return math.copysign(1.0, 2.0 * a) + 2.0 * a * b
+def d4(a: float, b: float) -> float: return -2.0 * a
+def h1(a: float, b: float) -> float: return a / 2.0
+def h2(a: float, b: float) -> float: return b / 0.25
+def h3(a: float, b: float) -> float: return math.copysign(1.0, a / -4.0)
+def h4(a: float, b: float) -> float: return b / 3.0
+def h5(a: float, b: float) -> float: return a / 2.2250738585072014e-308
+def h6(a: float, b: float) -> float: return b / 8.98846567431158e+307
+def h7(a: float, b: float) -> float: return a / 4.9406564584124654e-324
+def h8(a: float, b: float) -> float: return a / 1.0 + b / -1.0
+def loop(a: float, b: float) -> float:
+    x: float = a
+    for i in range(40):
+        x = 2.0 * x / 4.0 + b
+    return x
+)");
+  for (const char* name : {"d1", "d2", "d3", "d4", "h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "loop"}) {
+    for (double a : kFloats) {
+      for (double b : kFloats) ExpectSame(*compiled, name, {FloatValue(a), FloatValue(b)});
+    }
+  }
+}
+
 TEST_F(Jit, MixedComparisonsAreExact) {
   auto compiled = Compile(R"(
 def compare(f: float, i: int) -> tuple: return (f < i, f <= i, f > i, f >= i, f == i, f != i, i < f, i >= f)
