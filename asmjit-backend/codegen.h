@@ -41,6 +41,7 @@
 
 #include "asmjit-backend/backend.h"
 #include "asmjit-backend/helpers.h"
+#include "asmjit-backend/jit.h"
 #include "vm/code.h"
 #include "vm/interpreter.h"
 #include "vm/runtime.h"
@@ -94,6 +95,9 @@ class CodeGen {
   // Instructions opcodes.def flags JIT that Generate found no case for:
   // CompileBlob refuses such code, and a unit test compiles every flagged one.
   const std::vector<Op>& missing() const { return missing_; }
+
+  // The guards the code relies on (NoteGuard), in the order it checks them.
+  const std::vector<JitGuard>& guards() const { return guards_; }
 
   void Generate() {
     Prepare();
@@ -1803,6 +1807,7 @@ class CodeGen {
   // Entered from outside (not by its back edge): the guard, then the body.
   void EmitGuards(CountedLoop& loop) {
     EmitGuardChecks(loop);
+    NoteCountedLoopGuards(loop);
     loop.body = b_.NewLabel();
     b_.AlignLoop();
     b_.Bind(loop.body);
@@ -1813,6 +1818,7 @@ class CodeGen {
   // accesses rely on, then, for a chunked loop, its first chunk's limit.
   // Every back edge goes past the checks.
   void EmitWhileGuard(int header, WhileLoop& loop) {
+    NoteWhileLoopGuards(header, loop);
     const int64_t least = loop.chunked ? 1 : 0;  // the smallest step allowed
     for (int step : loop.steps) {
       if (immediate_[step]) {  // (>= least: FindWhileLoops)
@@ -2767,6 +2773,14 @@ class CodeGen {
   // interpreter resumes after the call, and the next entry loads the views
   // (and checks hoisted bounds) afresh.
   void LeaveIfViewsMoved() {
+    std::set<std::string> buffers;
+    for (int reg = 0; reg < fn_.num_registers(); ++reg) {
+      if (used_[reg] && KindOf(reg) == Kind::kBuffer) buffers.insert(NameOf(reg));
+    }
+    if (!buffers.empty()) {
+      NoteGuard(pc_, "the call leaves " + Listed(buffers) + " where " + (buffers.size() > 1 ? "they were" : "it was") +
+                         " (a tensor it resized: the interpreter goes on after the call)");
+    }
     Label exit = ExitAt(pc_ + 1);
     for (int reg = 0; reg < fn_.num_registers(); ++reg) {
       if (!used_[reg] || KindOf(reg) != Kind::kBuffer) continue;
@@ -2822,6 +2836,103 @@ class CodeGen {
     pc_ = 0;
   }
 
+  // ---- Guards, in words (JitGuard) -------------------------------------------------------
+  //
+  // What `ppy dis --jit` and `ppy run --trace` list: each check the code
+  // makes of an assumption rather than of the program's semantics, where it
+  // is made and what its failure hands to the interpreter. (A side exit for
+  // an overflow or an index out of range is the program's semantics: the
+  // interpreter raises there. Those are not listed.)
+
+  void NoteGuard(int pc, std::string what) {
+    if (inline_) return;  // (every check of an inlined callee falls back to the call: the call's guard)
+    for (const JitGuard& guard : guards_) {
+      if (guard.pc == pc && guard.what == what) return;  // (an exit's path emitted twice)
+    }
+    guards_.push_back({pc, std::move(what)});
+  }
+
+  // A buffer register's name in guards' texts: a parameter's own, quoted,
+  // also for a copy of one (the loop's copy of `for k in keys`, a call's
+  // argument).
+  std::string NameOf(int reg) const {
+    int source = reg;
+    for (const Instr& in : fn_.code) {
+      if (in.op != Op::MOVE_U || in.a != reg) continue;
+      if (source != reg && source != in.b) return "a local buffer";  // (copies of different ones)
+      source = in.b;
+    }
+    return source < fn_.num_params() ? "'" + fn_.params[source].name + "'" : "a local buffer";
+  }
+
+  static std::string Listed(const std::set<std::string>& names) {
+    std::string text;
+    for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+    return text;
+  }
+
+  // What EmitGuardChecks checked at a counted loop's head. (Noted at the
+  // closing FORLOOP_INC, whose line is the `for` statement's.)
+  void NoteCountedLoopGuards(const CountedLoop& loop) {
+    const int line_pc = loop_end_.at(loop.header);
+    std::set<std::string> buffers;
+    for (const Access& access : loop.accesses) buffers.insert(NameOf(access.buffer));
+    for (const AffineAccess& access : loop.affine) buffers.insert(NameOf(access.buffer));
+    for (const AxisAccess& access : loop.axis_indexes) buffers.insert(NameOf(access.buffer));
+    for (const FoldedAccess& access : loop.folded) buffers.insert(NameOf(access.buffer));
+    for (int pc : loop.invariant_accesses) {
+      int buffer = 0, base = -1, index = 0;
+      bool store = false;
+      FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store);
+      buffers.insert(NameOf(buffer));
+    }
+    std::vector<std::string> parts;
+    if (!buffers.empty()) {
+      std::string part = "its indexes of " + Listed(buffers) + " stay inside " +
+                         (buffers.size() > 1 ? "those buffers" : "the buffer") + " on every iteration";
+      if (!loop.writable.empty()) part += " (and a buffer it stores into is writable)";
+      parts.push_back(part);
+    }
+    if (!loop.nonzero_floats.empty() || !loop.nonzero_ints.empty()) {
+      parts.push_back("the divisors it never changes are not zero");
+    }
+    if (!loop.exact_doubles.empty()) parts.push_back("the ints it compares with floats are exact as floats");
+    if (!loop.sums.empty()) parts.push_back("its sums of bounded terms fit in 64 bits (at each chunk of iterations)");
+    if (!parts.empty()) {
+      std::string text = "the loop's head checks that ";
+      for (size_t k = 0; k < parts.size(); ++k) text += (k ? "; that " : "") + parts[k];
+      NoteGuard(line_pc, text + " (if not, the interpreter runs the loop)");
+    }
+    if (!loop.inline_callees.empty()) {
+      std::set<std::string> names;
+      for (int d : loop.inline_callees) names.insert(fn_.module->functions[d]->name);
+      NoteGuard(line_pc, names.size() > 1 ? "the loop's head checks that the names " + Listed(names) +
+                                                " still hold the functions it runs in place of their calls (if "
+                                                "not, the calls are made)"
+                                          : "the loop's head checks that the name " + Listed(names) +
+                                                " still holds the function it runs in place of its calls (if "
+                                                "not, the calls are made)");
+    }
+  }
+
+  // What EmitWhileGuard checks at the head of the while loop at `header`.
+  void NoteWhileLoopGuards(int header, const WhileLoop& loop) {
+    std::vector<std::string> parts;
+    bool steps = false;
+    for (int step : loop.steps) steps |= !immediate_[step] || *immediate_[step] >= 2;
+    if (steps) parts.push_back("its counter's steps are positive and cannot take it past 64 bits");
+    std::set<std::string> buffers;
+    for (const auto& [buffer, store] : loop.bounds) buffers.insert(NameOf(buffer));
+    if (!buffers.empty()) {
+      parts.push_back("its indexes of " + Listed(buffers) + " stay inside " +
+                      (buffers.size() > 1 ? "those buffers" : "the buffer") + " up to its limit");
+    }
+    if (parts.empty()) return;
+    std::string text = "the loop's head checks that ";
+    for (size_t k = 0; k < parts.size(); ++k) text += (k ? "; that " : "") + parts[k];
+    NoteGuard(header, text + " (if not, the interpreter runs the loop)");
+  }
+
   // ---- Inlined calls ---------------------------------------------------------------------
 
   // A typed call of `callee` (InlinableCallee), function index d, arguments in
@@ -2840,6 +2951,8 @@ class CodeGen {
       inner.GenerateInline(*this, first_arg, result, done, call);
       return;
     }
+    NoteGuard(pc_, "the name " + callee.name + " still holds the function its call runs in place (if not, the "
+                   "call is made)");
     Int versions = b_.NewInt(), word = b_.NewInt(), now = b_.NewInt(), bound = b_.NewInt();
     b_.LoadInt(versions, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, versions)));
     b_.LoadInt(word, versions, static_cast<int32_t>(offsetof(ModuleVersions, globals)));
@@ -4454,6 +4567,7 @@ class CodeGen {
   std::map<int, int64_t> known_;  // a value specialization's constants, by register
   std::vector<std::optional<int64_t>> immediate_;  // per register: a value the code knows (see I())
   std::vector<Op> missing_;
+  std::vector<JitGuard> guards_;
   std::vector<bool> targets_;
   std::vector<Label> labels_;
   RegisterSet used_, written_;

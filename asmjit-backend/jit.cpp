@@ -138,7 +138,7 @@ std::string Target() {
 constexpr size_t kMaxJitInstructions = 4096;
 
 bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::string* error,
-                 const KnownValues& known) {
+                 const KnownValues& known, std::vector<JitGuard>* guards) {
   if (fn.code.size() > kMaxJitInstructions) {
     *error = Format("too large for machine code (%zu instructions; the limit is %zu)", fn.code.size(),
                     kMaxJitInstructions);
@@ -175,6 +175,7 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
     return false;
   }
   if (listing != nullptr) *listing = logger.data();
+  if (guards != nullptr) *guards = generator.guards();
   return CopyRelocatable(code, backend.entry_label(), blob, error);
 }
 

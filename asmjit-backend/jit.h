@@ -22,10 +22,24 @@ void Install();
 // is keyed: "x86_64-avx" (where the CPU has AVX), "x86_64-sse2" or "aarch64".
 std::string Target();
 
+// A guard the machine code relies on: a check, not of the program's
+// semantics but of an assumption the code was made under (a loop's indexes
+// stay inside its buffers, a name still holds the function a call runs in
+// place), whose failure hands the rest of the loop or call to the
+// interpreter. `pc`: an instruction of what it guards (a call, a loop's test
+// or its closing instruction), whose line is the guard's, or -1 for the
+// function's entry (its def line); `what` says it in
+// words, for `ppy dis --jit` and `ppy run --trace`.
+struct JitGuard {
+  int pc = 0;
+  std::string what;
+};
+
 // Compiles `fn` to relocatable bytes. `listing`, if not null, receives the
-// assembly. `known`: a value specialization's constants (none: the general code).
+// assembly, and `guards` the guards the code relies on. `known`: a value
+// specialization's constants (none: the general code).
 bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::string* error,
-                 const KnownValues& known = {});
+                 const KnownValues& known = {}, std::vector<JitGuard>* guards = nullptr);
 
 // The known values a specialization of `fn` would have from what its calls
 // showed: its value parameters that kept one value so far.

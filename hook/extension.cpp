@@ -99,61 +99,144 @@ PyObject* SetJitListener(PyObject*, PyObject* listener) {
   Py_RETURN_NONE;
 }
 
+// The compiled function `name` of an attached module, or null with an error.
+const FunctionCode* AttachedFunction(PyObject* module, const char* name, const char* caller) {
+  const ModuleCode& code = *reinterpret_cast<CompiledModuleObject*>(module)->code;
+  for (const auto& fn : code.functions) {
+    if (fn->name != name) continue;
+    if (code.globals == nullptr) {
+      PyErr_Format(PyExc_RuntimeError, "%s() needs an attached module", caller);
+      return nullptr;
+    }
+    return fn.get();
+  }
+  PyErr_Format(PyExc_KeyError, "no compiled function %s", name);
+  return nullptr;
+}
+
+// `values` ({parameter: int}, or None) as the known values of fn's value
+// specialization, sorted by register; false with an error for a parameter
+// that is not one of fn.value_params.
+bool ParseValues(const FunctionCode& fn, PyObject* values, KnownValues* known) {
+  if (values == Py_None) return true;
+  if (!PyDict_Check(values)) {
+    PyErr_SetString(PyExc_TypeError, "values must be a dict {parameter: int}");
+    return false;
+  }
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(values, &pos, &key, &value)) {
+    const char* param = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+    if (param == nullptr) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a parameter name must be a str");
+      return false;
+    }
+    int reg = -1;
+    for (uint8_t candidate : fn.value_params) {
+      if (fn.params[candidate].name == param) reg = candidate;
+    }
+    if (reg < 0) {
+      PyErr_Format(PyExc_ValueError, "%s has no int parameter %s that it never assigns: nothing to specialize on",
+                   fn.name.c_str(), param);
+      return false;
+    }
+    const long long number = PyLong_AsLongLong(value);
+    if (number == -1 && PyErr_Occurred()) return false;
+    known->emplace_back(reg, number);
+  }
+  std::sort(known->begin(), known->end());
+  return true;
+}
+
+int LineOf(const FunctionCode& fn, int pc) {
+  return pc >= 0 && pc < static_cast<int>(fn.lines.size()) ? fn.lines[pc] : fn.first_line;
+}
+
 // jit_listing(compiled_module, name, values=None) -> the machine code ppy
 // compiles for it: the general code, or with `values` ({parameter: int}) the
-// value specialization the interpreter enters only with exactly those values.
+// value specialization the interpreter enters only with exactly those values;
+// the guards it relies on first, as comments.
 PyObject* JitListing(PyObject*, PyObject* args) {
   PyObject* module;
   const char* name;
   PyObject* values = Py_None;
   if (!PyArg_ParseTuple(args, "O!s|O:jit_listing", &CompiledModuleType, &module, &name, &values)) return nullptr;
-  const ModuleCode& code = *reinterpret_cast<CompiledModuleObject*>(module)->code;
-  for (const auto& fn : code.functions) {
-    if (fn->name != name) continue;
-    if (code.globals == nullptr) {
-      PyErr_SetString(PyExc_RuntimeError, "jit_listing() needs an attached module");
-      return nullptr;
-    }
-    KnownValues known;
-    if (values != Py_None) {
-      if (!PyDict_Check(values)) {
-        PyErr_SetString(PyExc_TypeError, "jit_listing() values must be a dict {parameter: int}");
-        return nullptr;
-      }
-      PyObject *key, *value;
-      Py_ssize_t pos = 0;
-      while (PyDict_Next(values, &pos, &key, &value)) {
-        const char* param = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
-        if (param == nullptr) return PyErr_Occurred() ? nullptr : PyErr_Format(PyExc_TypeError, "a parameter name must be a str");
-        int reg = -1;
-        for (uint8_t candidate : fn->value_params) {
-          if (fn->params[candidate].name == param) reg = candidate;
-        }
-        if (reg < 0) {
-          return PyErr_Format(PyExc_ValueError,
-                              "%s has no int parameter %s that it never assigns: nothing to specialize on", name, param);
-        }
-        const long long number = PyLong_AsLongLong(value);
-        if (number == -1 && PyErr_Occurred()) return nullptr;
-        known.emplace_back(reg, number);
-      }
-      std::sort(known.begin(), known.end());
-    }
-    jit::Blob blob;
-    std::string listing, error;
-    if (!jit::CompileBlob(*fn, &blob, &listing, &error, known)) {
-      PyErr_SetString(PyExc_RuntimeError, error.c_str());
-      return nullptr;
-    }
-    if (!known.empty()) {
-      listing = "; specialized for " + DescribeValues(*fn, known) + ": entered only when the frame holds " +
-                "exactly these values (the interpreter's check before it enters machine code);\n" +
-                "; any other values run the general code\n" + listing;
-    }
-    return PyUnicode_FromString(listing.c_str());
+  const FunctionCode* fn = AttachedFunction(module, name, "jit_listing");
+  KnownValues known;
+  if (fn == nullptr || !ParseValues(*fn, values, &known)) return nullptr;
+  jit::Blob blob;
+  std::string listing, error;
+  std::vector<jit::JitGuard> guards;
+  if (!jit::CompileBlob(*fn, &blob, &listing, &error, known, &guards)) {
+    PyErr_SetString(PyExc_RuntimeError, error.c_str());
+    return nullptr;
   }
-  PyErr_Format(PyExc_KeyError, "no compiled function %s", name);
-  return nullptr;
+  std::string header;
+  if (!known.empty()) {
+    header = "; specialized for " + DescribeValues(*fn, known) + ": entered only when the frame holds " +
+             "exactly these values (the interpreter's check before it enters machine code);\n" +
+             "; any other values run the general code\n";
+  }
+  for (const jit::JitGuard& guard : guards) {
+    header += "; guard, line " + std::to_string(LineOf(*fn, guard.pc)) + ": " + guard.what + "\n";
+  }
+  return PyUnicode_FromString((header + listing).c_str());
+}
+
+// [(line, text)] for each guard in `guards`, or null with an error.
+PyObject* GuardList(const FunctionCode& fn, const std::vector<jit::JitGuard>& guards) {
+  PyObject* list = PyList_New(0);
+  for (const jit::JitGuard& guard : guards) {
+    PyObject* item = list ? Py_BuildValue("(is)", LineOf(fn, guard.pc), guard.what.c_str()) : nullptr;
+    if (item == nullptr || PyList_Append(list, item) < 0) {
+      Py_XDECREF(item);
+      Py_XDECREF(list);
+      return nullptr;
+    }
+    Py_DECREF(item);
+  }
+  return list;
+}
+
+// jit_guards(compiled_module, name) -> (general, special): the guards, as
+// [(line, text)], of the general machine code of the function, and of the
+// value specialization this process made of it (None if none), for `ppy run
+// --trace`. The code is compiled again to say so: machine code mapped from
+// the cache carries no such list, and a compile gives the same code each
+// time. None for both where the function has no machine code.
+PyObject* JitGuards(PyObject*, PyObject* args) {
+  PyObject* module;
+  const char* name;
+  if (!PyArg_ParseTuple(args, "O!s:jit_guards", &CompiledModuleType, &module, &name)) return nullptr;
+  const FunctionCode* fn = AttachedFunction(module, name, "jit_guards");
+  if (fn == nullptr) return nullptr;
+  const FunctionRuntime& runtime = *fn->runtime;
+  jit::Blob blob;
+  std::string error;
+  std::vector<jit::JitGuard> guards;
+  if (runtime.jit_state.load(std::memory_order_acquire) != JitState::kCompiled ||
+      !jit::CompileBlob(*fn, &blob, nullptr, &error, {}, &guards)) {
+    return Py_BuildValue("(OO)", Py_None, Py_None);
+  }
+  PyObject* general = GuardList(*fn, guards);
+  if (general == nullptr) return nullptr;
+  if (runtime.special_state.load(std::memory_order_acquire) != JitState::kCompiled) {
+    return Py_BuildValue("(NO)", general, Py_None);
+  }
+  KnownValues known;
+  for (int k = 0; k < runtime.special_count; ++k) known.emplace_back(runtime.special_regs[k], runtime.special_values[k]);
+  std::vector<jit::JitGuard> special_guards = {
+      {-1, "the frame holds exactly " + DescribeValues(*fn, known) +
+              " (checked before each entry: other values run the general code)"}};
+  std::vector<jit::JitGuard> more;
+  if (!jit::CompileBlob(*fn, &blob, nullptr, &error, known, &more)) return Py_BuildValue("(NO)", general, Py_None);
+  special_guards.insert(special_guards.end(), more.begin(), more.end());
+  PyObject* special = GuardList(*fn, special_guards);
+  if (special == nullptr) {
+    Py_DECREF(general);
+    return nullptr;
+  }
+  return Py_BuildValue("(NN)", general, special);
 }
 
 const ModuleCode* AttachedCode(PyObject* module) {
@@ -229,6 +312,8 @@ PyMethodDef kMethods[] = {
     {"jit_wait", JitWait, METH_VARARGS, "jit_wait(compiled_module, code_path, lock_path, ppy_version, key)"},
     {"jit_mode", JitMode, METH_NOARGS, "jit_mode() -> 'off', 'hot' or 'eager' (PPY_JIT)"},
     {"jit_listing", JitListing, METH_VARARGS, "jit_listing(compiled_module, name, values=None) -> str: the machine code"},
+    {"jit_guards", JitGuards, METH_VARARGS,
+     "jit_guards(compiled_module, name) -> (general, special): the guards its machine code relies on"},
     {"set_jit_listener", SetJitListener, METH_O,
      "set_jit_listener(callable or None): JIT and region events for --trace"},
     {"digest", Digest, METH_O, "digest(data) -> 32 hex digits: the cache's content digest"},

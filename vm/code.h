@@ -209,6 +209,7 @@ struct FunctionRuntime {
   RelaxedCounter back_edges;
   ShardedCounter jit_entries;  // times the interpreter entered machine code
   ShardedCounter jit_exits;    // of those, the side exits: the interpreter went on at a pc
+  std::atomic<int32_t> exit_pc{-1};  // the last side exit's pc
   RelaxedCounter nanoseconds;  // inclusive, only while profiling
   // Deoptimizations (RaiseDeoptimize): how many, and the last one's pc and
   // operator (a static string), for `ppy run --trace`.

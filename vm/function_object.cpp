@@ -470,8 +470,9 @@ PyObject* ModuleTiers(PyObject* op, PyObject*) {
 // side exits, deoptimizations)] for every compiled function; `inlined`:
 // machine code of another function runs its calls in place (not counted in
 // `calls`); `specialization`: None, or (the values it is for, as "cols=16",
-// and the jit entries that entered it); `side exits`: the jit entries that
-// handed the rest of the call to the interpreter; `deoptimizations`: None, or
+// and the jit entries that entered it); `side exits`: (the jit entries that
+// handed the rest of the call to the interpreter, and the last one's line and
+// instruction, or None and None); `deoptimizations`: None, or
 // (how many, and the last one's line and operator).
 PyObject* ModuleStats(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
@@ -497,15 +498,25 @@ PyObject* ModuleStats(PyObject* op, PyObject*) {
     } else {
       deopts = Py_NewRef(Py_None);
     }
+    PyObject* exits = nullptr;
+    const int exit_pc = runtime.exit_pc.load(std::memory_order_relaxed);
+    if (runtime.jit_exits > 0 && exit_pc >= 0 && exit_pc < static_cast<int>(fn->code.size())) {
+      const int line = exit_pc < static_cast<int>(fn->lines.size()) ? fn->lines[exit_pc] : fn->first_line;
+      exits = Py_BuildValue("(Kis)", static_cast<unsigned long long>(runtime.jit_exits), line,
+                            std::string(InfoOf(fn->code[exit_pc].op).name).c_str());
+    } else {
+      exits = Py_BuildValue("(KOO)", static_cast<unsigned long long>(runtime.jit_exits), Py_None, Py_None);
+    }
     PyObject* item = nullptr;
-    if (special == nullptr || deopts == nullptr) {
+    if (special == nullptr || deopts == nullptr || exits == nullptr) {
       Py_XDECREF(special);
       Py_XDECREF(deopts);
-    } else {  // ("N" hands both over, whether or not it succeeds)
-      item = Py_BuildValue("(sKdKNNKN)", fn->qualname.c_str(), static_cast<unsigned long long>(runtime.calls),
+      Py_XDECREF(exits);
+    } else {  // ("N" hands them over, whether or not it succeeds)
+      item = Py_BuildValue("(sKdKNNNN)", fn->qualname.c_str(), static_cast<unsigned long long>(runtime.calls),
                            runtime.nanoseconds / 1e9, static_cast<unsigned long long>(runtime.jit_entries),
-                           PyBool_FromLong(runtime.jit_inlined.load(std::memory_order_relaxed)), special,
-                           static_cast<unsigned long long>(runtime.jit_exits), deopts);
+                           PyBool_FromLong(runtime.jit_inlined.load(std::memory_order_relaxed)), special, exits,
+                           deopts);
     }
     if (item == nullptr || PyList_Append(stats, item) < 0) {
       Py_XDECREF(item);

@@ -1753,6 +1753,7 @@ enter_jit : {
     goto error;
   }
   fn.runtime->jit_exits.Bump(nogil);
+  fn.runtime->exit_pc.store(static_cast<int32_t>(outcome), std::memory_order_relaxed);
   ip = code + outcome;
   ticks = 1;  // back into machine code at the next back edge
   goto* dispatch[static_cast<uint8_t>(ip->op)];

@@ -90,6 +90,9 @@ def _summary():
     inlined = []
     specialized = []
     left = []
+    guarded = []
+    from ppy import _ppy
+
     for module_name, compiled in _modules:
         for function, calls, seconds, entries, in_place, special, exits, deopts in compiled.stats():
             if calls:
@@ -98,8 +101,14 @@ def _summary():
                 inlined.append(f"{module_name}.{function}")
             if special is not None:
                 specialized.append((f"{module_name}.{function}", special[0], special[1]))
-            if exits or deopts is not None:
+            if exits[0] or deopts is not None:
                 left.append((f"{module_name}.{function}", exits, deopts))
+            if entries:
+                general, special_guards = _ppy.jit_guards(compiled, function.rpartition(".")[2])
+                if special_guards is not None and special is not None and special[1]:
+                    guarded.append((f"{module_name}.{function} ({special[0]})", special_guards))
+                if general and (special is None or entries > special[1]):
+                    guarded.append((f"{module_name}.{function}", general))
     _emit("summary: calls, time (inclusive) and entries into machine code per compiled function")
     for seconds, calls, entries, name in sorted(rows, reverse=True):
         _emit(f"  {name:40s} {calls:10d} calls {seconds * 1000:12.3f} ms {entries:10d} jit entries")
@@ -112,14 +121,23 @@ def _summary():
         _emit("summary: value specializations (of the jit entries above, those that entered one)")
         for name, values, entries in specialized:
             _emit(f"  {name:40s} {entries:10d} entries for {values}")
+    if guarded:
+        # What the machine code assumed, and checks: a failed guard is no
+        # error, the interpreter goes on (counted among the side exits below).
+        _emit("summary: guards (of the functions that entered machine code: what it checks it may assume)")
+        for name, guards in guarded:
+            for line, text in guards:
+                _emit(f"  {name:40s} line {line}: {text}")
     if left:
         # Side exits: machine code handed the rest of a call to the
         # interpreter (an instruction it leaves to it, a failed guard, an
         # overflow). Deoptimizations: an int outgrew 64 bits before the call
         # had any effect, and the function's Python code ran the call instead.
         _emit("summary: side exits (of the jit entries above, those that left for the interpreter) and deoptimizations")
-        for name, exits, deopts in left:
+        for name, (exits, line, instruction), deopts in left:
             text = f"  {name:40s} {exits:10d} side exits"
+            if line is not None:
+                text += f" (last: line {line}, at {instruction})"
             if deopts is not None:
                 count, line, what = deopts
                 text += f" {count:10d} deoptimizations (last: line {line}, an int result of {what} beyond 64 bits)"

@@ -323,8 +323,54 @@ def test_trace_reports_side_exits_and_deoptimizations(runner, tmp_path):
     section = traced.stderr.split("summary: side exits")[1]
     rows = [line.split() for line in section.splitlines()[1:] if line.startswith("ppy trace:   ")]
     assert [row[2] for row in rows] == ["__main__.grow"], section
-    assert re.search(r"__main__\.grow\s+2 side exits\s+2 deoptimizations \(last: line 4, an int result of \* "
-                     r"beyond 64 bits\)", section), section
+    assert re.search(r"__main__\.grow\s+2 side exits \(last: line 4, at MUL_I\)\s+2 deoptimizations \(last: "
+                     r"line 4, an int result of \* beyond 64 bits\)", section), section
+
+
+def test_trace_lists_the_guards_machine_code_relies_on(runner, tmp_path):
+    """Each function that entered machine code is listed with the guards
+    that code checks (a loop's bounds, once at its head; that a name still
+    holds the function its calls run in place; a value specialization's
+    values), at the line of the statement each one guards, for the general
+    code and the specialization apart; `ppy dis --jit` shows the same as
+    comments. A function whose code relies on none is not listed."""
+    main = _write(tmp_path, "main.ppy", """\
+        import array
+        from ppy import Buffer
+
+        def half(x: float) -> float:
+            return x * 0.5
+
+        def scale(xs: Buffer[float], n: int) -> float:
+            t: float = 0.0
+            for i in range(n):
+                t += half(xs[i])
+            return t
+
+        def plain(n: int) -> int:
+            return n + 1
+
+        a = array.array('d', [1.0] * 100)
+        print(scale(a, 100), scale(a, 100), scale(a, 100), scale(a, 50), plain(3))
+        """)
+    plain = runner.python(main, cwd=tmp_path)
+    traced = runner.ppy("run", "--trace", main, cwd=tmp_path, PPY_JIT="eager")
+    assert traced.returncode == 0, traced.stderr
+    assert traced.stdout == plain.stdout, traced.stderr
+    section = traced.stderr.split("summary: guards")[1].split("summary:")[0]
+    rows = [re.sub(r"\s+", " ", line.removeprefix("ppy trace:").strip()) for line in section.splitlines()[1:]]
+    bounds = ("line 9: the loop's head checks that its indexes of 'xs' stay inside the buffer on every iteration "
+              "(if not, the interpreter runs the loop)")
+    callee = ("line 9: the loop's head checks that the name half still holds the function it runs in place of its "
+              "calls (if not, the calls are made)")
+    assert "__main__.scale (n=100) line 7: the frame holds exactly n=100 (checked before each entry: other values " \
+           "run the general code)" in rows, section
+    for name in ("__main__.scale (n=100)", "__main__.scale"):
+        assert f"{name} {bounds}" in rows and f"{name} {callee}" in rows, section
+    assert not any("plain" in row or "half" in row.split()[0] for row in rows), section
+    dis = runner.ppy("dis", "--jit", main, "scale", cwd=tmp_path)
+    assert dis.returncode == 0, dis.stderr
+    assert f"; guard, {bounds}" in dis.stdout and f"; guard, {callee}" in dis.stdout, dis.stdout
 
 
 def test_trace_lists_every_def_with_its_qualified_name(runner, tmp_path):
