@@ -26,6 +26,8 @@
 //     both >= 0 (x86-64: the sign of a ^ b, no compare).
 //   FloatToIntChecked(d, f, L): truncates; jumps to L for a NaN or a value
 //     outside int64, and may for exactly INT64_MIN.
+//   FloatToIntTruncate(d, f): truncates, with no check: f is a number inside
+//     int64, or (x86-64 only) the caller checks d (INT64_MIN for any other).
 //   LoadElement/StoreElement/StoreElementImm(elem, ..., data, index, offset):
 //     the element at data + index * size + offset (offset in bytes: a
 //     constant the index had added, folded into the address).
@@ -130,6 +132,7 @@ enum class FloatOp : uint8_t { kAdd, kSub, kMul };
   void FAbs(const Float& dst, const Float& a);                                                         \
   void IntToFloat(const Float& dst, const Int& src);                                                   \
   void FloatToIntChecked(const Int& dst, const Float& src, const Label& fail);                         \
+  void FloatToIntTruncate(const Int& dst, const Float& src);                                           \
                                                                                                        \
   /* reg -= 1; if reg > 0 then goto target */                                                          \
   void DecrementAndBranchPositive(const Int& reg, const Label& target);                                \

@@ -203,6 +203,7 @@ class CodeGen {
     FindFoldedOffsets();
     FindLoadsIntoArithmetic();
     FindRangeTests();
+    FindExactConversions();
     FindLoopDepths();
   }
 
@@ -1045,6 +1046,15 @@ class CodeGen {
     // in a loop over j (see FindInvariantAccesses): the guard computes and
     // checks the index once (hoisted_indexes_), the body uses it as it is.
     std::vector<int> invariant_accesses;
+    // Accesses buf[int(x)] that float tests before them keep inside
+    // [0, R[bound]) (FindBinnedAccesses): the guard checks R[bound] against
+    // the buffer's length once.
+    struct BinnedAccess {
+      int pc, buffer, bound;
+      bool inclusive;  // x <= R[bound] rather than x < R[bound]: int(x) may be R[bound] itself
+      bool store;
+    };
+    std::vector<BinnedAccess> binned;
     // Buffers the loop reads or writes by a 1-d index (not the hoisted
     // accesses above) in its own body, outside any counted loop in it, and
     // never reassigns: the guard copies their data pointers and lengths into
@@ -1288,6 +1298,7 @@ class CodeGen {
       for (int reg : loop.exact_doubles) converted_[reg] = Float();
       FindInvariantArithmetic(loop, end);
       FindInvariantAccesses(loop, end);
+      FindBinnedAccesses(loop, end);
       FindInlineCallees(loop, end);
       FindBoundedSums(loop, end);
       for (int pc = loop.header; pc < end; ++pc) {
@@ -1303,7 +1314,7 @@ class CodeGen {
       bool guards = !loop.accesses.empty() || !loop.affine.empty() || !loop.axis_indexes.empty() ||
                     !loop.nonzero_floats.empty() || !loop.nonzero_ints.empty() || !loop.exact_doubles.empty() ||
                     !loop.invariant_arithmetic.empty() || !loop.invariant_accesses.empty() ||
-                    !loop.local_buffers.empty() ||
+                    !loop.binned.empty() || !loop.local_buffers.empty() ||
                     !loop.inline_callees.empty() || !loop.sums.empty();
       if (const int trips = UnrolledTrips(loop, end); trips > 0) {
         unrolled_[loop.header] = trips;
@@ -1480,6 +1491,134 @@ class CodeGen {
       if (base >= 0 && !InvariantAt(base, pc, loop, end)) continue;
       loop.invariant_accesses.push_back(pc);
       checked_[pc] = false;
+    }
+  }
+
+  // Accesses buf[int(x)] in a loop [header, end) whose float x the tests
+  // before them keep inside [0, m) on every path that reaches them, with m
+  // an int the loop never changes: a histogram's
+  //   if offset < 0.0 or offset >= bins: outside += 1
+  //   else: counts[int(offset)] += 1
+  // int(x) then lies in [0, m - 1]: trunc(x) <= x < m, exactly (the FI tests
+  // compare a float with an int exactly, as Python does), and int() itself
+  // leaves on NaN and the infinities, which the tests let through. So the
+  // guard checks m <= len(buf) once (the store length for a store) and the
+  // access needs no check. (With x <= m instead, int(x) may be m: m < len.)
+  // Such an access sits in a branch: a guard that fails (a buffer shorter
+  // than the bins its own test allows) leaves the loop to the interpreter
+  // even if no x ever reaches the end, which is slow but right.
+  void FindBinnedAccesses(CountedLoop& loop, int end) {
+    for (int pc = loop.header; pc < end; ++pc) {
+      const Instr& in = fn_.code[pc];
+      int buffer = 0, base = -1, index = 0;
+      bool store = true;
+      if (in.op == Op::ADDTO_F64 || in.op == Op::ADDTO_I64) buffer = in.a, index = in.b;
+      else if (!FlatAccessOf(in, &buffer, &base, &index, &store) || base >= 0) continue;
+      if (!checked_[pc] || WrittenIn(buffer, loop.header, end)) continue;
+      // The index's write, on the straight path back: int(x).
+      int convert = -1;
+      for (int at = pc - 1; at >= loop.header && !targets_[at + 1]; --at) {
+        RegisterSet reads, writes;
+        RegistersOf(fn_, fn_.code[at], &reads, &writes);
+        if (!writes[index]) continue;
+        if (fn_.code[at].op == Op::F2I) convert = at;
+        break;
+      }
+      if (convert < 0) continue;
+      const FloatFacts facts = FloatTestFacts(fn_.code[convert].b, convert);
+      if (!facts.Nonnegative() || facts.upper < 0 || WrittenIn(facts.upper, loop.header, end)) continue;
+      loop.binned.push_back({pc, buffer, facts.upper, facts.upper_inclusive, store});
+      checked_[pc] = false;
+    }
+  }
+
+  // What the tests on the one path into `from` say of float register x:
+  // walking back while each instruction has one way in, up to a write of x.
+  struct FloatFacts {
+    bool number = false;  // some test there fails for NaN
+    double low = -INFINITY, high = INFINITY;  // x >= low, x <= high (strict: > and <)
+    bool low_strict = false, high_strict = false;
+    int upper = -1;  // x < R[upper] (x <= R[upper] if upper_inclusive), an int register
+    bool upper_inclusive = false;
+    // int(x) >= 0: x > -1.
+    bool Nonnegative() const { return low > -1.0 || (low == -1.0 && low_strict); }
+    // int(x) is exact: x is a number in [-2**63, 2**63).
+    bool FitsInt64() const {
+      constexpr double kTwo63 = 9223372036854775808.0;
+      return number && low >= -kTwo63 && (upper >= 0 || high < kTwo63 || (high == kTwo63 && high_strict));
+    }
+  };
+
+  FloatFacts FloatTestFacts(int x, int from) const {
+    enum Relation { kLt, kLe, kGt, kGe, kNone };
+    auto relation_when_taken = [](Op op) {
+      switch (op) {
+        case Op::JLT_F: case Op::JLT_FI: case Op::JNGE_FI: return kLt;
+        case Op::JLE_F: case Op::JLE_FI: case Op::JNGT_FI: return kLe;
+        case Op::JGT_FI: case Op::JNLE_F: case Op::JNLE_FI: return kGt;
+        case Op::JGE_FI: case Op::JNLT_F: case Op::JNLT_FI: return kGe;
+        default: return kNone;
+      }
+    };
+    // Ops whose jump is taken when the relation holds, which it never does
+    // for NaN; the JN* ops jump when it does not (NaN included).
+    auto holds_when_taken = [](Op op) {
+      return op == Op::JLT_F || op == Op::JLE_F || op == Op::JLT_FI || op == Op::JLE_FI || op == Op::JGT_FI ||
+             op == Op::JGE_FI;
+    };
+    FloatFacts facts;
+    const int n = static_cast<int>(fn_.code.size());
+    int at = from;
+    for (int steps = 0; steps < 64 && at > 0; ++steps) {
+      // The one instruction that leads to `at`, and whether by its jump.
+      std::vector<std::pair<int, bool>> ways;
+      if (!HasFlag(fn_.code[at - 1].op, kFlagEnd)) ways.push_back({at - 1, false});
+      for (int pc = 0; pc < n; ++pc) {
+        if (HasFlag(fn_.code[pc].op, kFlagJump) && fn_.code[pc].d == at) ways.push_back({pc, true});
+      }
+      if (ways.empty()) break;
+      bool one = true;
+      for (const auto& way : ways) one &= way.first == ways[0].first;
+      if (!one) break;
+      const int pc = ways[0].first;
+      const bool taken = ways[0].second;
+      const Instr& in = fn_.code[pc];
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      if (writes[x]) break;
+      at = pc;
+      Relation relation = relation_when_taken(in.op);
+      // (A jump to the next pc arrives both ways: nothing known.)
+      if (relation == kNone || ways.size() != 1 || (in.a == x) == (in.b == x)) continue;
+      const int other = in.a == x ? in.b : in.a;
+      if (!taken) relation = relation == kLt ? kGe : relation == kLe ? kGt : relation == kGt ? kLe : kLt;
+      if (in.b == x) relation = relation == kLt ? kGt : relation == kLe ? kGe : relation == kGt ? kLt : kLe;
+      facts.number |= holds_when_taken(in.op) == taken;
+      std::optional<double> bound;
+      if (KindOf(other) == Kind::kFloat) {
+        bound = FloatConstantOf(other);
+      } else if (auto known = ConstantOf(other); known && *known > -(int64_t{1} << 53) && *known < int64_t{1} << 53) {
+        bound = static_cast<double>(*known);  // (exact: an int float() would round bounds x otherwise)
+      }
+      const bool strict = relation == kLt || relation == kGt;
+      if (relation == kGe || relation == kGt) {
+        if (bound && (*bound > facts.low || (*bound == facts.low && strict))) facts.low = *bound, facts.low_strict = strict;
+      } else {
+        if (bound && (*bound < facts.high || (*bound == facts.high && strict))) {
+          facts.high = *bound, facts.high_strict = strict;
+        }
+        if (KindOf(other) == Kind::kInt && facts.upper < 0) facts.upper = other, facts.upper_inclusive = !strict;
+      }
+    }
+    return facts;
+  }
+
+  // F2I instructions whose operand the tests before them keep a number
+  // inside int64: `if 0.0 <= x < n: k = int(x)`. Their int() cannot fail,
+  // so they truncate with no check (the fastest conversion there is).
+  void FindExactConversions() {
+    for (int pc = 0; pc < static_cast<int>(fn_.code.size()); ++pc) {
+      if (fn_.code[pc].op == Op::F2I && FloatTestFacts(fn_.code[pc].b, pc).FitsInt64()) exact_conversions_.insert(pc);
     }
   }
 
@@ -2217,6 +2356,10 @@ class CodeGen {
       if (shared) *shared = folded.based;
       folded_[folded.pc] = {folded.based, loop.counter};
     }
+    for (const auto& binned : loop.binned) {  // m <= len (m < len for x <= m)
+      const Int& length = binned.store ? store_length_[binned.buffer] : length_[binned.buffer];
+      b_.BranchInt(binned.inclusive ? IntCond::kGe : IntCond::kGt, I(binned.bound), length, Exit());
+    }
     for (int reg : loop.nonzero_floats) b_.BranchFloat(FloatCond::kEq, F(reg), Zero(), Exit());
     for (int reg : loop.nonzero_ints) b_.BranchIntImm(IntCond::kEq, I(reg), 0, Exit());
     for (int reg : loop.exact_doubles) {
@@ -2880,6 +3023,7 @@ class CodeGen {
     for (const AffineAccess& access : loop.affine) buffers.insert(NameOf(access.buffer));
     for (const AxisAccess& access : loop.axis_indexes) buffers.insert(NameOf(access.buffer));
     for (const FoldedAccess& access : loop.folded) buffers.insert(NameOf(access.buffer));
+    for (const auto& access : loop.binned) buffers.insert(NameOf(access.buffer));
     for (int pc : loop.invariant_accesses) {
       int buffer = 0, base = -1, index = 0;
       bool store = false;
@@ -3927,11 +4071,9 @@ class CodeGen {
         else b_.IntToFloat(F(a), I(bb));
         break;
       case Op::F2I:  // a failure exits before the interpreter reads R[A]
-        if constexpr (B::kTruncationGivesMinWhenInvalid) {
-          if (ConvertsForIndex(pc_)) {
-            b_.FloatToIntTruncate(I(a), F(bb));
-            break;
-          }
+        if (exact_conversions_.count(pc_) || ConvertsForIndex(pc_)) {
+          b_.FloatToIntTruncate(I(a), F(bb));
+          break;
         }
         b_.FloatToIntChecked(I(a), F(bb), Exit());
         break;
@@ -4568,6 +4710,7 @@ class CodeGen {
   std::vector<std::optional<int64_t>> immediate_;  // per register: a value the code knows (see I())
   std::vector<Op> missing_;
   std::vector<JitGuard> guards_;
+  std::set<int> exact_conversions_;  // F2I pcs whose int() cannot fail (FindExactConversions)
   std::vector<bool> targets_;
   std::vector<Label> labels_;
   RegisterSet used_, written_;

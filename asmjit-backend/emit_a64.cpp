@@ -318,6 +318,8 @@ void A64Backend::FloatToIntChecked(const Int& dst, const Float& src, const Label
   cc_.b_vs(fail);
 }
 
+void A64Backend::FloatToIntTruncate(const Int& dst, const Float& src) { cc_.fcvtzs(dst, src); }
+
 void A64Backend::DecrementAndBranchPositive(const Int& reg, const Label& target) {
   cc_.subs(reg, reg, 1);
   cc_.b_gt(target);

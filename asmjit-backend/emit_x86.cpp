@@ -406,6 +406,8 @@ void X86Backend::FloatToIntChecked(const Int& dst, const Float& src, const Label
   cc_.jo(fail);
 }
 
+void X86Backend::FloatToIntTruncate(const Int& dst, const Float& src) { cc_.cvttsd2si(dst, src); }
+
 void X86Backend::DecrementAndBranchPositive(const Int& reg, const Label& target) {
   cc_.sub(reg, 1);
   cc_.jg(target);

@@ -23,7 +23,6 @@ class X86Backend {
   static constexpr const char* kArchitecture = "x86_64";
   // cvttsd2si gives INT64_MIN for a NaN or a value outside int64.
   static constexpr bool kTruncationGivesMinWhenInvalid = true;
-  void FloatToIntTruncate(const Int& dst, const Float& src) { cc_.cvttsd2si(dst, src); }
 
   X86Backend(asmjit::CodeHolder* code, bool avx) : cc_(code), avx_(avx) {}
   asmjit::BaseCompiler& compiler() { return cc_; }

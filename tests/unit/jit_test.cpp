@@ -1066,6 +1066,95 @@ def unsigned(keys: Buffer[u32], d: int) -> int:
   }
 }
 
+// A float the tests before int() keep in [0, m) makes a histogram's index
+// that needs no check (FindBinnedAccesses: the loop's guard checks m against
+// the length once), and one they keep a number inside int64 converts with no
+// check (FindExactConversions). Every way around those tests must still
+// raise or wrap as Python does: NaN (which `x < 0.0 or x >= m` lets through
+// to int()), the infinities, -1.0 (int() gives -1: counts[-1]), a buffer
+// shorter than m, an m of 0 or below, the bound itself with <=, and a test on
+// one path only.
+TEST_F(Jit, IndexesTheFloatTestsKeepInRange) {
+  auto compiled = Compile(R"(
+from ppy import Buffer
+def either(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
+    outside = 0
+    for i in range(len(xs)):
+        x = xs[i] * 1.5
+        if x < 0.0 or x >= m:
+            outside += 1
+        else:
+            counts[int(x)] += 1
+    return outside
+def chained(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
+    outside = 0
+    for i in range(len(xs)):
+        x = xs[i] * 1.5
+        if 0.0 <= x < m:
+            counts[int(x)] += 1
+        else:
+            outside += 1
+    return outside
+def inclusive(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
+    t = 0
+    for i in range(len(xs)):
+        x = xs[i]
+        if x > -1.0 and x <= m:
+            t += counts[int(x)]
+    return t
+def minus_one(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
+    for i in range(len(xs)):
+        x = xs[i]
+        if x >= -1.0 and x < m:
+            counts[int(x)] += 1
+    return 0
+def int_bounds(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
+    t = 0
+    for i in range(len(xs)):
+        x = xs[i]
+        if x >= 0 and m > x:
+            t += int(x) + counts[int(x)]
+    return t
+def one_path(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
+    t = 0
+    for i in range(len(xs)):
+        x = xs[i]
+        if x >= 0.0:
+            t += 1
+        t += int(x)
+    return t
+def wide(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
+    t = 0
+    for i in range(len(xs)):
+        x = xs[i] * 1e18
+        if -9.3e18 < x < 9.3e18:
+            t += int(x) // 1000
+        if -9.2e18 <= x < m:
+            t += int(x) // 1000
+    return t
+)");
+  const std::vector<std::string> data = {
+      "[0.0, 1.0, 2.5, 3.9, 5.2, 7.9, 0.3]",
+      "[0.5, float('nan'), 1.0]",
+      "[1.0, float('inf'), 2.0]",
+      "[1.0, float('-inf'), 2.0]",
+      "[-1.0, -0.5, -0.9, 1.5, 8.0, 8.5, 9.0, -1.5]",
+      "[5.3, 5.6, 5.9, 6.1, 9.2, 9.3, -9.3, -9.2, 4.0]",
+  };
+  for (const std::string& values : data) {
+    for (int64_t m : {int64_t{8}, int64_t{6}, int64_t{5}, int64_t{1}, int64_t{0}, int64_t{-3}, INT64_MAX}) {
+      for (const char* name : {"either", "chained", "inclusive", "minus_one", "int_bounds", "one_path", "wide"}) {
+        BorrowedArray xs("d", values);
+        BorrowedArray c1("q", "[0] * 6"), c2("q", "[0] * 6");
+        auto [interpreted, machine] = BothWaysOnCopies(*compiled, name, {xs.value(), c1.value(), IntValue(m)},
+                                                       {xs.value(), c2.value(), IntValue(m)});
+        EXPECT_EQ(interpreted, machine) << name << " " << values << " m=" << m;
+        EXPECT_EQ(c1.contents(), c2.contents()) << name << " " << values << " m=" << m;
+      }
+    }
+  }
+}
+
 // ---- A property test: random typed loop programs ------------------------------------------
 
 // Writes a random function over two ints, a float and a float buffer: loops with
