@@ -25,6 +25,7 @@ class A64Backend {
   static constexpr const char* kArchitecture = "aarch64";
   // fcvtzs gives 0 for a NaN: failed conversions need their own check.
   static constexpr bool kTruncationGivesMinWhenInvalid = false;
+  static constexpr uint32_t kJumpInstId = asmjit::a64::Inst::kIdB;  // (with no condition: `b`)
 
   explicit A64Backend(asmjit::CodeHolder* code) : cc_(code) {}
   asmjit::BaseCompiler& compiler() { return cc_; }

@@ -23,6 +23,7 @@ class X86Backend {
   static constexpr const char* kArchitecture = "x86_64";
   // cvttsd2si gives INT64_MIN for a NaN or a value outside int64.
   static constexpr bool kTruncationGivesMinWhenInvalid = true;
+  static constexpr uint32_t kJumpInstId = asmjit::x86::Inst::kIdJmp;
 
   X86Backend(asmjit::CodeHolder* code, bool avx) : cc_(code), avx_(avx) {}
   asmjit::BaseCompiler& compiler() { return cc_; }

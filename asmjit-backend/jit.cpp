@@ -130,6 +130,43 @@ std::string Target() {
 #endif
 }
 
+namespace {
+
+// A pass after register allocation: drops each unconditional jump to a label
+// that follows it with only labels between, a jump to the very next
+// instruction. A `break` out of a while loop makes one when the loop's back
+// edge emits no code where it stands (its test moved into the body, and the
+// allocator removed the unreachable rest), as in the tokenizer's word loop:
+// a taken branch per token, for nothing.
+class DropJumpsToNext : public asmjit::Pass {
+ public:
+  DropJumpsToNext() noexcept : asmjit::Pass("DropJumpsToNext") {}
+
+  asmjit::Error run(asmjit::Zone*, asmjit::Logger*) override {
+    asmjit::BaseBuilder& cb = *_cb;
+    asmjit::BaseNode* node = cb.firstNode();
+    while (node != nullptr) {
+      asmjit::BaseNode* next = node->next();
+      if (JumpsToNext(node)) cb.removeNode(node);
+      node = next;
+    }
+    return asmjit::kErrorOk;
+  }
+
+ private:
+  static bool JumpsToNext(asmjit::BaseNode* node) {
+    if (!node->isInst()) return false;
+    const asmjit::InstNode* jump = node->as<asmjit::InstNode>();
+    if (jump->id() != NativeBackend::kJumpInstId || jump->opCount() != 1 || !jump->op(0).isLabel()) return false;
+    for (asmjit::BaseNode* after = node->next(); after != nullptr && after->isLabel(); after = after->next()) {
+      if (after->as<asmjit::LabelNode>()->labelId() == jump->op(0).id()) return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
 // asmjit's register allocation takes time that grows faster than linearly with
 // a function's size, with the GIL held (measured on straight-line int code:
 // 3,000 instructions 0.25 s, 7,500 1.2 s, 16,000 8.3 s), so a function longer
@@ -163,6 +200,10 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
 #else
   NativeBackend backend(&code);
 #endif
+  if (backend.compiler().addPass(backend.compiler().newPassT<DropJumpsToNext>()) != asmjit::kErrorOk) {
+    *error = "asmjit: cannot add a pass";
+    return false;
+  }
   CodeGen<NativeBackend> generator(backend, fn, known);
   generator.Generate();
   if (!generator.missing().empty()) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -1153,6 +1154,54 @@ def wide(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
       }
     }
   }
+}
+
+// A `break` out of a rotated while loop jumped to the very next instruction
+// (the loop's back edge emits nothing where it stands); the pass after
+// register allocation (DropJumpsToNext) removes such jumps. No unconditional
+// jump in the listing may be followed, past labels only, by its own target.
+TEST_F(Jit, NoJumpGoesToTheNextInstruction) {
+  auto compiled = Compile(R"(
+from ppy import Buffer, u8
+def words(text: Buffer[u8]) -> int:
+    n = len(text)
+    i = 0
+    count = 0
+    while i < n:
+        c = text[i]
+        if 97 <= c <= 122:
+            i += 1
+            while i < n:
+                c = text[i]
+                if 97 <= c <= 122 or c == 39:
+                    i += 1
+                else:
+                    break
+            count += 1
+        else:
+            i += 1
+    return count
+)");
+  const FunctionCode& fn = compiled->function("words");
+  jit::Blob blob;
+  std::string listing, error;
+  ASSERT_TRUE(jit::CompileBlob(fn, &blob, &listing, &error)) << error;
+  std::vector<std::string> lines;
+  std::istringstream stream(listing);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  const std::regex jump(R"(^(?:short )?(?:jmp|b) (L[0-9]+)$)");
+  int jumps = 0;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    std::smatch match;
+    if (!std::regex_match(lines[k], match, jump)) continue;
+    ++jumps;
+    for (size_t next = k + 1; next < lines.size() && !lines[next].empty() && lines[next].back() == ':'; ++next) {
+      EXPECT_NE(lines[next], match[1].str() + ":") << "line " << k << " of\n" << listing;
+    }
+  }
+  EXPECT_GT(jumps, 0) << listing;
+  BorrowedArray text("B", "b'the cat\\'s mat, 42 and  more'");
+  ExpectSame(*compiled, "words", {text.value()});
 }
 
 // ---- A property test: random typed loop programs ------------------------------------------
