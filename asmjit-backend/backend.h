@@ -41,6 +41,8 @@
 //     element at that address += value, jumping to overflow with the element
 //     holding the wrapped sum (the caller undoes it); x86-64 adds to memory.
 //   MulHighUnsigned(d, a, b): the high 64 bits of the unsigned 128-bit a * b.
+//   BranchBit(mask, bit, set, L): jumps to L when bit `bit` (0..63) of mask
+//     is set (or clear, !set); x86-64: bt and jc (jnc).
 //   SetInt/SetFloat(cond, d, a, b): d := 1 or 0.
 //   CallIntHelper/CallFloatHelper(table, offset, {args}): the helper's address
 //     is read from table + offset, so the code stays position-independent and
@@ -138,6 +140,7 @@ enum class FloatOp : uint8_t { kAdd, kSub, kMul };
   void DecrementAndBranchPositive(const Int& reg, const Label& target);                                \
   void BranchInt(IntCond cond, const Int& a, const Int& b, const Label& target);                       \
   void BranchIntImm(IntCond cond, const Int& a, int64_t imm, const Label& target);                     \
+  void BranchBit(const Int& mask, const Int& bit, bool set, const Label& target);                      \
   void BranchSignsAgree(const Int& a, const Int& b, const Label& target);                              \
   void BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target);               \
   void SetInt(IntCond cond, const Int& dst, const Int& a, const Int& b);                               \

@@ -136,6 +136,11 @@ class CodeGen {
       }
       if (loop != counted_loops_.end()) EmitGuards(loop->second);
       if (auto w = while_loops_.find(pc_); w != while_loops_.end()) EmitWhileGuard(w->first, w->second);
+      if (chained_[pc_]) continue;
+      if (auto chain = membership_.find(pc_); chain != membership_.end()) {
+        EmitMembershipChain(chain->second);
+        continue;
+      }
       Instruction(fn_.code[pc_]);
     }
     depth_marks_[b_.compiler().cursor()] = 0;
@@ -203,6 +208,7 @@ class CodeGen {
     FindFoldedOffsets();
     FindLoadsIntoArithmetic();
     FindRangeTests();
+    FindMembershipChains();
     FindExactConversions();
     FindLoopDepths();
   }
@@ -537,6 +543,71 @@ class CodeGen {
       // (Both constants small: one add and one compare with immediates.)
       const int64_t small = int64_t{1} << 30, high = test.high;
       if (low < high && -small < low && high < small) range_tests_[pc] = test;
+    }
+  }
+
+  // Chains of equality tests of one int against small constants that all
+  // lead to one place, as a parser tests for whitespace:
+  //   JEQ_I c, 32 -> T; JEQ_I c, 10 -> T; JEQ_I c, 9 -> T; JNE_I c, 13 -> F
+  // (T falls through), or ending JEQ_I c, k -> T with F falling through.
+  // Made one at a time, a value outside the set (the usual byte) passes
+  // every test. With every constant in [0, 63] the chain is one unsigned
+  // compare with the greatest (c above it leaves for F at once, negative c
+  // too) and one bit test of c in a mask of the set, as gcc lowers a switch
+  // (`cmp c, 32; ja F; bt mask, c; jc T`). Three tests at least; no jump
+  // from elsewhere lands inside the chain.
+  struct MembershipChain {
+    int c;               // the register tested
+    uint64_t mask;       // bit k: c == k leads inside
+    int64_t greatest;    // the greatest k
+    int inside, outside; // where members and the rest go
+    int end;             // the chain's last pc
+  };
+  void FindMembershipChains() {
+    const int n = static_cast<int>(fn_.code.size());
+    chained_.assign(n, false);
+    for (int start = 0; start < n; ++start) {
+      int c = -1, inside = -1;
+      uint64_t mask = 0;
+      int64_t greatest = 0;
+      int end = start;
+      auto member = [&](int pc) -> std::optional<int64_t> {  // the constant pc tests c against
+        const Instr& in = fn_.code[pc];
+        if (in.op != Op::JEQ_I && in.op != Op::JNE_I) return std::nullopt;
+        std::optional<int64_t> k = ConstantOf(in.b);
+        int tested = in.a;
+        if (!k) k = ConstantOf(in.a), tested = in.b;
+        if (!k || *k < 0 || *k > 63 || ConstantOf(tested) || (c >= 0 && tested != c)) return std::nullopt;
+        c = tested;
+        return k;
+      };
+      // JEQ_I c, k -> inside, for as long as they go
+      for (int pc = start; pc < n && (pc == start || !targets_[pc]); ++pc) {
+        const std::optional<int64_t> k = member(pc);
+        if (!k || fn_.code[pc].op != Op::JEQ_I || (inside >= 0 && fn_.code[pc].d != inside)) break;
+        inside = fn_.code[pc].d;
+        mask |= uint64_t{1} << *k;
+        greatest = std::max(greatest, *k);
+        end = pc;
+      }
+      if (inside < 0) continue;
+      int outside = end + 1;
+      // A last JNE_I c, k -> outside, whose fall through is `inside`.
+      if (end + 2 < n && !targets_[end + 1] && inside == end + 2) {
+        if (const std::optional<int64_t> k = member(end + 1); k && fn_.code[end + 1].op == Op::JNE_I) {
+          mask |= uint64_t{1} << *k;
+          greatest = std::max(greatest, *k);
+          ++end;
+          outside = fn_.code[end].d;
+        }
+      }
+      if (end - start < 2 || (inside >= start && inside <= end + 1 && inside != end + 1) ||
+          (outside >= start && outside <= end)) {
+        continue;
+      }
+      membership_[start] = {c, mask, greatest, inside, outside, end};
+      for (int pc = start + 1; pc <= end; ++pc) chained_[pc] = true;
+      start = end;
     }
   }
 
@@ -2979,6 +3050,22 @@ class CodeGen {
     pc_ = 0;
   }
 
+  // A chain of equality tests (FindMembershipChains): above the greatest
+  // constant (unsigned, so negative too) goes outside; else the mask's bit
+  // says. Whichever place is next in the code is fallen into.
+  void EmitMembershipChain(const MembershipChain& chain) {
+    const Int c = I(chain.c);
+    b_.BranchIntImm(IntCond::kUgt, c, chain.greatest, labels_[chain.outside]);
+    Int mask = b_.NewInt();
+    b_.MovImm(mask, static_cast<int64_t>(chain.mask));
+    if (chain.outside == chain.end + 1) {
+      b_.BranchBit(mask, c, true, labels_[chain.inside]);
+    } else {
+      b_.BranchBit(mask, c, false, labels_[chain.outside]);
+      if (chain.inside != chain.end + 1) b_.Jump(labels_[chain.inside]);
+    }
+  }
+
   // ---- Guards, in words (JitGuard) -------------------------------------------------------
   //
   // What `ppy dis --jit` and `ppy run --trace` list: each check the code
@@ -4751,6 +4838,8 @@ class CodeGen {
     bool in_range_jumps;
   };
   std::map<int, RangeTest> range_tests_;     // by the first test's pc (FindRangeTests)
+  std::map<int, MembershipChain> membership_;  // by the chain's first pc (FindMembershipChains)
+  std::vector<bool> chained_;                  // per pc: a later test of a chain, made by its first
   // A load FindLoadsIntoArithmetic folds, while it is emitted (its register:
   // -1 when none), then its element's address until the arithmetic takes it.
   int deferred_load_ = -1;

