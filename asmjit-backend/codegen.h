@@ -155,11 +155,15 @@ class CodeGen {
   void Analyze() {
     const int n = static_cast<int>(fn_.code.size());
     targets_.assign(n, false);
+    jumps_to_.assign(n, {});
     targets_[0] = true;
     for (int32_t header : fn_.loop_headers) targets_[header] = true;
     for (int pc = 0; pc < n; ++pc) {
       const Instr& in = fn_.code[pc];
-      if (HasFlag(in.op, kFlagJump)) targets_[in.d] = true;
+      if (HasFlag(in.op, kFlagJump)) {
+        targets_[in.d] = true;
+        jumps_to_[in.d].push_back(pc);
+      }
       RegisterSet reads, writes;
       RegistersOf(fn_, in, &reads, &writes);
       if (Covers(fn_, in)) {
@@ -1638,15 +1642,12 @@ class CodeGen {
              op == Op::JGE_FI;
     };
     FloatFacts facts;
-    const int n = static_cast<int>(fn_.code.size());
     int at = from;
     for (int steps = 0; steps < 64 && at > 0; ++steps) {
       // The one instruction that leads to `at`, and whether by its jump.
       std::vector<std::pair<int, bool>> ways;
       if (!HasFlag(fn_.code[at - 1].op, kFlagEnd)) ways.push_back({at - 1, false});
-      for (int pc = 0; pc < n; ++pc) {
-        if (HasFlag(fn_.code[pc].op, kFlagJump) && fn_.code[pc].d == at) ways.push_back({pc, true});
-      }
+      for (int pc : jumps_to_[at]) ways.push_back({pc, true});
       if (ways.empty()) break;
       bool one = true;
       for (const auto& way : ways) one &= way.first == ways[0].first;
@@ -3054,6 +3055,7 @@ class CodeGen {
   // constant (unsigned, so negative too) goes outside; else the mask's bit
   // says. Whichever place is next in the code is fallen into.
   void EmitMembershipChain(const MembershipChain& chain) {
+    if (pending_element_.reg >= 0) LoadPendingElement();  // (as any instruction that is not its taker)
     const Int c = I(chain.c);
     b_.BranchIntImm(IntCond::kUgt, c, chain.greatest, labels_[chain.outside]);
     Int mask = b_.NewInt();
@@ -4799,6 +4801,7 @@ class CodeGen {
   std::vector<JitGuard> guards_;
   std::set<int> exact_conversions_;  // F2I pcs whose int() cannot fail (FindExactConversions)
   std::vector<bool> targets_;
+  std::vector<std::vector<int>> jumps_to_;  // per pc: the jumps whose target it is
   std::vector<Label> labels_;
   RegisterSet used_, written_;
   std::vector<RegisterSet> live_in_;
