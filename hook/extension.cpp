@@ -99,11 +99,13 @@ PyObject* SetJitListener(PyObject*, PyObject* listener) {
   Py_RETURN_NONE;
 }
 
-// The compiled function `name` of an attached module, or null with an error.
+// The compiled function `name` of an attached module, or null with an error:
+// the first of that name, or the one of that qualified name (an element
+// type's own code of an element-generic function, `dot[f32]`).
 const FunctionCode* AttachedFunction(PyObject* module, const char* name, const char* caller) {
   const ModuleCode& code = *reinterpret_cast<CompiledModuleObject*>(module)->code;
   for (const auto& fn : code.functions) {
-    if (fn->name != name) continue;
+    if (fn->name != name && fn->qualname != name) continue;
     if (code.globals == nullptr) {
       PyErr_Format(PyExc_RuntimeError, "%s() needs an attached module", caller);
       return nullptr;

@@ -17,6 +17,10 @@ template <typename NameAt>
 bool BindArguments(PyObject* python, int num_params, int num_posonly, int num_kwonly, NameAt name_at,
                    PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** bound) {
   const int num_positional = num_params - num_kwonly;
+  if (nargs == num_params && kwnames == nullptr) {  // the usual call: every parameter, by position
+    for (int i = 0; i < num_params; ++i) bound[i] = args[i];
+    return num_kwonly == 0;
+  }
   PyObject* defaults = PyFunction_GetDefaults(python);
   PyObject* kwdefaults = PyFunction_GetKwDefaults(python);
   const Py_ssize_t num_defaults = defaults ? PyTuple_GET_SIZE(defaults) : 0;

@@ -12,11 +12,32 @@
 
 namespace ppy {
 
+// The value of an exact int `object` that fits 64 bits. A compact int (one
+// digit: below 2**30 in magnitude, as nearly every count, size and index
+// is) is read in place, without a call.
+inline bool ExactIntValue(PyObject* object, long long* value) {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyLongObject* integer = reinterpret_cast<PyLongObject*>(object);
+  if (PyUnstable_Long_IsCompact(integer)) {
+    *value = PyUnstable_Long_CompactValue(integer);
+    return true;
+  }
+#else
+  const Py_ssize_t size = Py_SIZE(object);
+  if (size >= -1 && size <= 1) {
+    *value = size * static_cast<long long>(reinterpret_cast<PyLongObject*>(object)->ob_digit[0]);
+    return true;
+  }
+#endif
+  int overflow = 0;
+  *value = PyLong_AsLongLongAndOverflow(object, &overflow);
+  return overflow == 0;
+}
+
 inline bool ExactInt64(PyObject* obj, int64_t* out) {
   if (!PyLong_CheckExact(obj)) return false;
-  int overflow = 0;
-  long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
-  if (overflow != 0) return false;
+  long long value = 0;
+  if (!ExactIntValue(obj, &value)) return false;
   *out = value;
   return true;
 }

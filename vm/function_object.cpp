@@ -34,10 +34,17 @@ namespace {
 
 // ---- Argument binding ----------------------------------------------------------------------
 
-// Buffers a call borrows, released on every path out of the call.
+// Buffers a call borrows, released on every path out of the call. (Its
+// arrays exist only for a function that takes buffers: a call of one that
+// takes scalars only, the commonest from Python, allocates nothing.)
 class BorrowedBuffers {
  public:
-  explicit BorrowedBuffers(int count) : raws_(count), views_(count) {}
+  explicit BorrowedBuffers(int count) {
+    if (count > 0) {
+      raws_.resize(count);
+      views_.resize(count);
+    }
+  }
   ~BorrowedBuffers() {
     for (int i = 0; i < acquired_; ++i) {
       if (raws_[i].obj != nullptr) PyBuffer_Release(&raws_[i]);
@@ -84,8 +91,43 @@ PyObject* GenericArgument(FunctionObject* self, PyObject* const* args, size_t na
   return nullptr;
 }
 
+// What follows a typed call that failed: the int result that outgrew 64 bits
+// after an effect (RaiseGrownInt), or, for a call that deoptimized (an int
+// outgrew 64 bits before anything was stored or called: see
+// RaiseDeoptimize), the function's Python code run from the start, as
+// CPython would have; else null with the exception.
+PyObject* AfterFailedCall(FunctionObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  if (PyObject* grown = TakeGrownInt()) return grown;
+  if (!DeoptimizePending()) return nullptr;
+  PyErr_Clear();
+  return CallPython(self, args, nargsf, kwnames);
+}
+
+// The most parameters the scalar fast path of FunctionVectorcall takes.
+constexpr size_t kMaxScalarCallParams = 8;
+
 PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<FunctionObject*>(callable);
+  // The commonest call from Python, made with no binding and nothing to
+  // borrow: every parameter by position (none keyword-only), each an int, a
+  // float or a bool of exactly its type.
+  if (kwnames == nullptr && self->specializations == nullptr && !self->code->nogil && self->code->num_kwonly == 0 &&
+      static_cast<size_t>(PyVectorcall_NARGS(nargsf)) == self->code->params.size() &&
+      self->code->params.size() <= kMaxScalarCallParams) {
+    const FunctionCode& fn = *self->code;
+    Value values[kMaxScalarCallParams];
+    bool fits = true;
+    for (size_t i = 0; i < fn.params.size() && fits; ++i) {
+      const Param& param = fn.params[i];
+      fits = (param.type == ValueType::kInt || param.type == ValueType::kFloat || param.type == ValueType::kBool) &&
+             ArgumentFits(args[i], param, &values[i]);
+    }
+    if (fits) {
+      Value result;
+      if (CallTyped(fn, values, &result)) return BoxValue(fn.result, result);
+      return AfterFailedCall(self, args, nargsf, kwnames);
+    }
+  }
   if (self->specializations != nullptr) {
     // Element-generic: the specialization for the argument's element type.
     PyObject* argument = GenericArgument(self, args, nargsf, kwnames);
@@ -137,16 +179,8 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
       ok = CallTyped(fn, values, &result);
     }
     if (ok) return BoxValue(fn.result, result);
-  }
-  // It returned an int that outgrew 64 bits after an effect (RaiseGrownInt):
-  // that int is the result.
-  if (PyObject* grown = TakeGrownInt()) return grown;
-  // The call deoptimized (an int outgrew 64 bits before anything was
-  // stored or called: see RaiseDeoptimize): its buffers are released, and
-  // the function's Python code runs from the start, as CPython would have.
-  if (!DeoptimizePending()) return nullptr;
-  PyErr_Clear();
-  return CallPython(self, args, nargsf, kwnames);
+  }  // (its buffers are released before any Python code runs)
+  return AfterFailedCall(self, args, nargsf, kwnames);
 }
 
 // ---- Function type ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@
 #include <memory>
 #include <vector>
 
+#include "vm/exact_scalars.h"
 #include "vm/function_object.h"
 #include "vm/gil.h"
 #include "vm/prange.h"
@@ -148,28 +149,6 @@ PyObject* BinaryObjectOp(int op, PyObject* left, PyObject* right) {
 // tuple indexed by an exact int inside it. Anything else (a subclass, an
 // error, a result beyond 64 bits) returns null without an exception, and the
 // generic path answers, raising what CPython raises.
-
-// The value of an exact int `object` that fits 64 bits. A compact int (one
-// digit: below 2**30 in magnitude, as nearly every loop counter and index
-// is) is read in place, without a call.
-inline bool ExactIntValue(PyObject* object, long long* value) {
-#if PY_VERSION_HEX >= 0x030C0000
-  PyLongObject* integer = reinterpret_cast<PyLongObject*>(object);
-  if (PyUnstable_Long_IsCompact(integer)) {
-    *value = PyUnstable_Long_CompactValue(integer);
-    return true;
-  }
-#else
-  const Py_ssize_t size = Py_SIZE(object);
-  if (size >= -1 && size <= 1) {
-    *value = size * static_cast<long long>(reinterpret_cast<PyLongObject*>(object)->ob_digit[0]);
-    return true;
-  }
-#endif
-  int overflow = 0;
-  *value = PyLong_AsLongLongAndOverflow(object, &overflow);
-  return overflow == 0;
-}
 
 // `left op right` as a double for two exact floats and + - * / (not a
 // division by zero, which raises): true, or false for anything else.
@@ -753,7 +732,26 @@ namespace {
 // error, calling Python code, which checks its own depth).
 constexpr uintptr_t kStackMargin = 256 * 1024;
 
-thread_local uintptr_t t_stack_limit = 0;
+// A frame's registers set word by word. (gcc would turn such loops into
+// calls of memcpy and memset, which cost more than the few words a frame
+// has: the empty asm hides the counter from that pattern match.)
+inline void CopyWords(void* to, const void* from, int count) {
+  auto* out = static_cast<uint64_t*>(to);
+  const auto* in = static_cast<const uint64_t*>(from);
+  for (int k = 0; k < count; ++k) {
+    __asm__("" : "+r"(k));
+    out[k] = in[k];
+  }
+}
+inline void ZeroWords(void* to, int count) {
+  auto* out = static_cast<uint64_t*>(to);
+  for (int k = 0; k < count; ++k) {
+    __asm__("" : "+r"(k));
+    out[k] = 0;
+  }
+}
+
+constinit thread_local uintptr_t t_stack_limit PPY_FAST_TLS = 0;
 
 [[gnu::cold, gnu::noinline]] uintptr_t ComputeStackLimit() {
   uintptr_t limit = 1;  // unknown: never trips
@@ -1565,16 +1563,18 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
     const int num_params = fn.num_params();
     const int end_of_constants = fn.end_of_constants();
     regs = static_cast<Value*>(alloca(sizeof(Value) * (num_registers + 1)));
-    std::memcpy(regs, args, sizeof(Value) * num_params);
+    // Word by word: a frame holds a few registers, for which a call of
+    // memcpy or memset costs more than the copy (see CopyWords).
+    CopyWords(regs, args, num_params);
     if (end_of_constants > num_params) {  // (data() may be null when there are none)
-      std::memcpy(regs + num_params, fn.initial_constants.data(), sizeof(Value) * (end_of_constants - num_params));
+      CopyWords(regs + num_params, fn.initial_constants.data(), end_of_constants - num_params);
     }
-    std::memset(regs + end_of_constants, 0, sizeof(Value) * (num_registers - end_of_constants));
+    ZeroWords(regs + end_of_constants, num_registers - end_of_constants);
     if (!fn.object_params.empty()) {
       TakeGil();  // (a nogil thread's callee that takes objects)
       for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
     }
-    for (int reg = 0; reg < num_params; ++reg) {
+    for (int reg = 0; reg < num_params && fn.num_buffer_params > 0; ++reg) {
       if (fn.registers[reg].kind == Kind::kBuffer && !InnermostContiguous(*regs[reg].u)) views_contiguous = false;
     }
   } else {

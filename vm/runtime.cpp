@@ -1045,30 +1045,4 @@ bool UnboxBool(PyObject* obj, int64_t* out) {
   return false;
 }
 
-bool ArgumentFits(PyObject* obj, const Param& param, Value* out) {
-  switch (param.type) {
-    case ValueType::kInt: return ExactInt64(obj, &out->i);
-    case ValueType::kFloat: return ExactFloat(obj, &out->f);
-    case ValueType::kBool: {
-      bool value;
-      if (!ExactBool(obj, &value)) return false;
-      out->i = value;
-      return true;
-    }
-    case ValueType::kNone:
-    case ValueType::kObject:
-      out->o = obj;
-      return true;
-    case ValueType::kComplex:
-      // Only a complex itself: an int or float passed where the annotation
-      // says complex runs the call as Python, where it stays an int or float.
-      if (!PyComplex_CheckExact(obj)) return false;
-      out->o = obj;
-      return true;
-    case ValueType::kBuffer:
-      return false;
-  }
-  return false;
-}
-
 }  // namespace ppy

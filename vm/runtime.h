@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "vm/code.h"
+#include "vm/exact_scalars.h"
 
 namespace ppy {
 
@@ -370,8 +371,33 @@ PyObject* BoxValue(ValueType type, Value value);
 // Converts a scalar argument whose type is exactly the parameter's (int, float,
 // bool; any object for an object parameter). False for anything else, with no
 // exception set: the caller then runs the function's own Python code, which is
-// what CPython would do with that argument.
-bool ArgumentFits(PyObject* obj, const Param& param, Value* out);
+// what CPython would do with that argument. (Inline: a call from Python
+// converts every argument through it.)
+inline bool ArgumentFits(PyObject* obj, const Param& param, Value* out) {
+  switch (param.type) {
+    case ValueType::kInt: return ExactInt64(obj, &out->i);
+    case ValueType::kFloat: return ExactFloat(obj, &out->f);
+    case ValueType::kBool: {
+      bool value;
+      if (!ExactBool(obj, &value)) return false;
+      out->i = value;
+      return true;
+    }
+    case ValueType::kNone:
+    case ValueType::kObject:
+      out->o = obj;
+      return true;
+    case ValueType::kComplex:
+      // Only a complex itself: an int or float passed where the annotation
+      // says complex runs the call as Python, where it stays an int or float.
+      if (!PyComplex_CheckExact(obj)) return false;
+      out->o = obj;
+      return true;
+    case ValueType::kBuffer:
+      return false;
+  }
+  return false;
+}
 
 // Unboxing a dynamic value into a typed local: an int (anything with
 // __index__) that fits 64 bits, a float (a float instance: an int is not

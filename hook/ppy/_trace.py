@@ -104,7 +104,10 @@ def _summary():
             if exits[0] or deopts is not None:
                 left.append((f"{module_name}.{function}", exits, deopts))
             if entries:
-                general, special_guards = _ppy.jit_guards(compiled, function.rpartition(".")[2])
+                try:
+                    general, special_guards = _ppy.jit_guards(compiled, function)
+                except (KeyError, RuntimeError):  # (a module no longer attached: no guards to name)
+                    general = special_guards = None
                 if special_guards is not None and special is not None and special[1]:
                     guarded.append((f"{module_name}.{function} ({special[0]})", special_guards))
                 if general and (special is None or entries > special[1]):
