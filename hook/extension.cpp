@@ -150,10 +150,6 @@ bool ParseValues(const FunctionCode& fn, PyObject* values, KnownValues* known) {
   return true;
 }
 
-int LineOf(const FunctionCode& fn, int pc) {
-  return pc >= 0 && pc < static_cast<int>(fn.lines.size()) ? fn.lines[pc] : fn.first_line;
-}
-
 // jit_listing(compiled_module, name, values=None) -> the machine code ppy
 // compiles for it: the general code, or with `values` ({parameter: int}) the
 // value specialization the interpreter enters only with exactly those values;
@@ -180,7 +176,7 @@ PyObject* JitListing(PyObject*, PyObject* args) {
              "; any other values run the general code\n";
   }
   for (const jit::JitGuard& guard : guards) {
-    header += "; guard, line " + std::to_string(LineOf(*fn, guard.pc)) + ": " + guard.what + "\n";
+    header += "; guard, line " + std::to_string(fn->LineAt(guard.pc)) + ": " + guard.what + "\n";
   }
   return PyUnicode_FromString((header + listing).c_str());
 }
@@ -189,7 +185,7 @@ PyObject* JitListing(PyObject*, PyObject* args) {
 PyObject* GuardList(const FunctionCode& fn, const std::vector<jit::JitGuard>& guards) {
   PyObject* list = PyList_New(0);
   for (const jit::JitGuard& guard : guards) {
-    PyObject* item = list ? Py_BuildValue("(is)", LineOf(fn, guard.pc), guard.what.c_str()) : nullptr;
+    PyObject* item = list ? Py_BuildValue("(is)", fn.LineAt(guard.pc), guard.what.c_str()) : nullptr;
     if (item == nullptr || PyList_Append(list, item) < 0) {
       Py_XDECREF(item);
       Py_XDECREF(list);

@@ -345,6 +345,9 @@ struct FunctionCode {
   ~FunctionCode();
 
   int num_params() const { return static_cast<int>(params.size()); }
+  // The source line of the instruction at pc; the def's line for a pc
+  // outside the code (an error before the first instruction, say).
+  int LineAt(int pc) const { return pc >= 0 && pc < static_cast<int>(lines.size()) ? lines[pc] : first_line; }
   int num_registers() const { return static_cast<int>(registers.size()); }
   int first_constant() const { return num_params(); }
   int end_of_constants() const { return num_params() + static_cast<int>(constants.size()); }

@@ -527,16 +527,14 @@ PyObject* ModuleStats(PyObject* op, PyObject*) {
     const char* what = runtime.deopt_what.load(std::memory_order_relaxed);
     if (runtime.deopts > 0 && what != nullptr) {
       const int pc = runtime.deopt_pc.load(std::memory_order_relaxed);
-      const int line = pc >= 0 && pc < static_cast<int>(fn->lines.size()) ? fn->lines[pc] : fn->first_line;
-      deopts = Py_BuildValue("(Kis)", static_cast<unsigned long long>(runtime.deopts), line, what);
+      deopts = Py_BuildValue("(Kis)", static_cast<unsigned long long>(runtime.deopts), fn->LineAt(pc), what);
     } else {
       deopts = Py_NewRef(Py_None);
     }
     PyObject* exits = nullptr;
     const int exit_pc = runtime.exit_pc.load(std::memory_order_relaxed);
     if (runtime.jit_exits > 0 && exit_pc >= 0 && exit_pc < static_cast<int>(fn->code.size())) {
-      const int line = exit_pc < static_cast<int>(fn->lines.size()) ? fn->lines[exit_pc] : fn->first_line;
-      exits = Py_BuildValue("(Kis)", static_cast<unsigned long long>(runtime.jit_exits), line,
+      exits = Py_BuildValue("(Kis)", static_cast<unsigned long long>(runtime.jit_exits), fn->LineAt(exit_pc),
                             std::string(InfoOf(fn->code[exit_pc].op).name).c_str());
     } else {
       exits = Py_BuildValue("(KOO)", static_cast<unsigned long long>(runtime.jit_exits), Py_None, Py_None);

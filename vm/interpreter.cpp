@@ -704,8 +704,7 @@ bool TierUpAtLoop(const FunctionCode& fn) {
 }
 
 void AddTraceback(const FunctionCode& fn, int pc) {
-  int line = (pc >= 0 && pc < static_cast<int>(fn.lines.size())) ? fn.lines[pc] : fn.first_line;
-  AddTracebackEntry(fn.name.c_str(), fn.module->filename.c_str(), line);
+  AddTracebackEntry(fn.name.c_str(), fn.module->filename.c_str(), fn.LineAt(pc));
 }
 
 }  // namespace

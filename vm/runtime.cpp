@@ -67,7 +67,7 @@ FunctionRuntime::~FunctionRuntime() {
 
 bool RaiseIntOverflow(const FunctionCode& fn, int pc, const char* what) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
-  int line = (pc >= 0 && pc < static_cast<int>(fn.lines.size())) ? fn.lines[pc] : fn.first_line;
+  const int line = fn.LineAt(pc);
   PyErr_Format(PyExc_OverflowError,
                "%s:%d: int result of %s does not fit in 64 bits (Python ints are unbounded, "
                "ppy's are 64-bit)",
