@@ -109,19 +109,16 @@ constexpr size_t kMaxScalarCallParams = 8;
 PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<FunctionObject*>(callable);
   // The commonest call from Python, made with no binding and nothing to
-  // borrow: every parameter by position (none keyword-only), each an int, a
-  // float or a bool of exactly its type.
+  // borrow: every parameter by position (none keyword-only), none a buffer
+  // (ArgumentFits refuses those, and the general path borrows them), each
+  // argument of exactly its parameter's type.
   if (kwnames == nullptr && self->specializations == nullptr && !self->code->nogil && self->code->num_kwonly == 0 &&
       static_cast<size_t>(PyVectorcall_NARGS(nargsf)) == self->code->params.size() &&
       self->code->params.size() <= kMaxScalarCallParams) {
     const FunctionCode& fn = *self->code;
     Value values[kMaxScalarCallParams];
     bool fits = true;
-    for (size_t i = 0; i < fn.params.size() && fits; ++i) {
-      const Param& param = fn.params[i];
-      fits = (param.type == ValueType::kInt || param.type == ValueType::kFloat || param.type == ValueType::kBool) &&
-             ArgumentFits(args[i], param, &values[i]);
-    }
+    for (size_t i = 0; i < fn.params.size() && fits; ++i) fits = ArgumentFits(args[i], fn.params[i], &values[i]);
     if (fits) {
       Value result;
       if (CallTyped(fn, values, &result)) return BoxValue(fn.result, result);
