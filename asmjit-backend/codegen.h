@@ -96,7 +96,10 @@ class CodeGen {
   // CompileBlob refuses such code, and a unit test compiles every flagged one.
   const std::vector<Op>& missing() const { return missing_; }
 
-  // The guards the code relies on (NoteGuard), in the order it checks them.
+  // Asks Generate to note the guards the code relies on (NoteGuard), which
+  // guards() then gives in the order the code checks them. (Only `ppy dis
+  // --jit` and the trace ask: a compile for running spends no time on words.)
+  void NoteGuards() { note_guards_ = true; }
   const std::vector<JitGuard>& guards() const { return guards_; }
 
   void Generate() {
@@ -2989,7 +2992,7 @@ class CodeGen {
   // (and checks hoisted bounds) afresh.
   void LeaveIfViewsMoved() {
     std::set<std::string> buffers;
-    for (int reg = 0; reg < fn_.num_registers(); ++reg) {
+    for (int reg = 0; reg < fn_.num_registers() && note_guards_; ++reg) {
       if (used_[reg] && KindOf(reg) == Kind::kBuffer) buffers.insert(NameOf(reg));
     }
     if (!buffers.empty()) {
@@ -3077,7 +3080,7 @@ class CodeGen {
   // interpreter raises there. Those are not listed.)
 
   void NoteGuard(int pc, std::string what) {
-    if (inline_) return;  // (every check of an inlined callee falls back to the call: the call's guard)
+    if (!note_guards_ || inline_) return;  // (every check of an inlined callee falls back to the call: the call's guard)
     for (const JitGuard& guard : guards_) {
       if (guard.pc == pc && guard.what == what) return;  // (an exit's path emitted twice)
     }
@@ -3106,6 +3109,7 @@ class CodeGen {
   // What EmitGuardChecks checked at a counted loop's head. (Noted at the
   // closing FORLOOP_INC, whose line is the `for` statement's.)
   void NoteCountedLoopGuards(const CountedLoop& loop) {
+    if (!note_guards_) return;
     const int line_pc = loop_end_.at(loop.header);
     std::set<std::string> buffers;
     for (const Access& access : loop.accesses) buffers.insert(NameOf(access.buffer));
@@ -3150,6 +3154,7 @@ class CodeGen {
 
   // What EmitWhileGuard checks at the head of the while loop at `header`.
   void NoteWhileLoopGuards(int header, const WhileLoop& loop) {
+    if (!note_guards_) return;
     std::vector<std::string> parts;
     bool steps = false;
     for (int step : loop.steps) steps |= !immediate_[step] || *immediate_[step] >= 2;
@@ -3184,8 +3189,10 @@ class CodeGen {
       inner.GenerateInline(*this, first_arg, result, done, call);
       return;
     }
-    NoteGuard(pc_, "the name " + callee.name + " still holds the function its call runs in place (if not, the "
-                   "call is made)");
+    if (note_guards_) {
+      NoteGuard(pc_, "the name " + callee.name + " still holds the function its call runs in place (if not, the "
+                     "call is made)");
+    }
     Int versions = b_.NewInt(), word = b_.NewInt(), now = b_.NewInt(), bound = b_.NewInt();
     b_.LoadInt(versions, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, versions)));
     b_.LoadInt(word, versions, static_cast<int32_t>(offsetof(ModuleVersions, globals)));
@@ -4798,6 +4805,7 @@ class CodeGen {
   std::map<int, int64_t> known_;  // a value specialization's constants, by register
   std::vector<std::optional<int64_t>> immediate_;  // per register: a value the code knows (see I())
   std::vector<Op> missing_;
+  bool note_guards_ = false;  // (NoteGuards)
   std::vector<JitGuard> guards_;
   std::set<int> exact_conversions_;  // F2I pcs whose int() cannot fail (FindExactConversions)
   std::vector<bool> targets_;

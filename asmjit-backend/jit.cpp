@@ -205,6 +205,7 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
     return false;
   }
   CodeGen<NativeBackend> generator(backend, fn, known);
+  if (guards != nullptr) generator.NoteGuards();
   generator.Generate();
   if (!generator.missing().empty()) {
     *error = Format("no machine code for %s, which vm/opcodes.def flags JIT",
