@@ -1244,6 +1244,50 @@ def words(text: Buffer[u8]) -> int:
   ExpectSame(*compiled, "words", {text.value()});
 }
 
+// A while loop with no way out but its test runs to its bound: its body is
+// aligned (the padding runs once per entry). One that a `break` may leave at
+// any element is entered often for a few iterations: no padding on its way in.
+TEST_F(Jit, AlignsTheBodyOfAWhileLoopThatRunsToItsBound) {
+  auto compiled = Compile(R"(
+from ppy import Buffer, u8
+def strike(flags: Buffer[u8], n: int, i: int) -> int:
+    j = i * i
+    while j < n:
+        flags[j] = 0
+        j += i
+    return j
+def scan(flags: Buffer[u8], n: int, i: int) -> int:
+    while i < n:
+        if flags[i] == 0:
+            break
+        i += 1
+    return i
+)");
+  // The line before the label of the loop's body (the label just above its
+  // first instruction, which `first` matches).
+  auto line_before_body = [&](const char* name, const std::regex& first) {
+    jit::Blob blob;
+    std::string listing, error;
+    EXPECT_TRUE(jit::CompileBlob(compiled->function(name), &blob, &listing, &error)) << error;
+    std::vector<std::string> lines;
+    std::istringstream stream(listing);
+    for (std::string line; std::getline(stream, line);) lines.push_back(line);
+    for (size_t k = 2; k < lines.size(); ++k) {
+      if (std::regex_search(lines[k], first) && lines[k - 1].back() == ':') return lines[k - 2];
+    }
+    ADD_FAILURE() << "no loop body in\n" << listing;
+    return std::string();
+  };
+  const std::regex store(R"(^(mov byte ptr \[|strb ))"), load(R"(^(movzx|ldrb) )");
+  EXPECT_NE(line_before_body("strike", store).find("align"), std::string::npos);
+  EXPECT_EQ(line_before_body("scan", load).find("align"), std::string::npos);
+  BorrowedArray flags("B", "bytes(range(1, 60)) + b'\\0' + bytes(40)");
+  for (int64_t i : {1, 2, 3, 7}) {
+    ExpectSame(*compiled, "strike", {flags.value(), IntValue(100), IntValue(i)});
+    ExpectSame(*compiled, "scan", {flags.value(), IntValue(100), IntValue(i)});
+  }
+}
+
 // ---- A property test: random typed loop programs ------------------------------------------
 
 // Writes a random function over two ints, a float and a float buffer: loops with
