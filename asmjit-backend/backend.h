@@ -36,6 +36,10 @@
 //   FArithElement(op, d, a, data, index, offset): d := a <op> the float64
 //     element at that address, read as the operand itself (x86-64: a memory
 //     operand, no load of its own).
+//   AddElementChecked/SubElementChecked(d, a, data, index, offset,
+//     overflow): d := a +/- the int64 element at that address (x86-64: a
+//     memory operand), jumping to overflow when that leaves int64; d may
+//     be a (the caller undoes the wrapped result), never data or index.
 //   AddToElementChecked(data, index, offset, value, overflow), and
 //   AddToElementCheckedImm with a value that is not INT32_MIN: the int64
 //     element at that address += value, jumping to overflow with the element
@@ -92,6 +96,10 @@ enum class FloatOp : uint8_t { kAdd, kSub, kMul };
                        int32_t offset);                                                                \
   void FArithElement(FloatOp op, const Float& dst, const Float& a, const Int& data, const Int& index,    \
                      int32_t offset);                                                                  \
+  void AddElementChecked(const Int& dst, const Int& a, const Int& data, const Int& index, int32_t offset,\
+                         const Label& overflow);                                                      \
+  void SubElementChecked(const Int& dst, const Int& a, const Int& data, const Int& index, int32_t offset,\
+                         const Label& overflow);                                                      \
   void AddToElementChecked(const Int& data, const Int& index, int32_t offset, const Int& value,         \
                            const Label& overflow);                                                     \
   void AddToElementCheckedImm(const Int& data, const Int& index, int32_t offset, int32_t value,         \

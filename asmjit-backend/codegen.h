@@ -625,11 +625,14 @@ class CodeGen {
   }
 
   // Loads whose element the next instruction takes as its operand, as gcc
-  // does (x86-64: `vaddsd x, y, [element]`, one instruction for two): a
-  // float64 element into a register that only the add, subtract or
-  // multiply right after reads (as its second operand; either, for add and
-  // multiply), where nothing jumps in between and nothing reads the
-  // register after, so no side exit hands it to the interpreter. The load
+  // does (x86-64: `vaddsd x, y, [element]` or `add x, [element]`, one
+  // instruction for two): a float64 element into a register that only the
+  // add, subtract or multiply right after reads (as its second operand;
+  // either, for add and multiply), where nothing jumps in between and
+  // nothing reads the register after, so no side exit hands it to the
+  // interpreter. An int64 element likewise into a checked add or subtract
+  // (prefix sums: `running += xs[i]`, `out[i] - out[i - 1]`), whose
+  // overflow exit loads it for the interpreter (AddOrSubElement). The load
   // keeps its checks where it was; only the element's read moves
   // (LoadElementTo leaves it pending, the arithmetic takes it).
   void FindLoadsIntoArithmetic() {
@@ -638,15 +641,18 @@ class CodeGen {
     for (int pc = 0; pc + 2 < n; ++pc) {
       const Instr& load = fn_.code[pc];
       const Instr& use = fn_.code[pc + 1];
+      bool is_float;
       switch (load.op) {
-        case Op::LOAD_F64: case Op::LOAD_F: case Op::LOADX_F64: case Op::LOADN_F: break;
+        case Op::LOAD_F64: case Op::LOAD_F: case Op::LOADX_F64: case Op::LOADN_F: is_float = true; break;
+        case Op::LOAD_I64: case Op::LOAD_I: case Op::LOADX_I64: case Op::LOADN_I: is_float = false; break;
         default: continue;
       }
-      if (fn_.registers[load.b].elem != ElemType::kF64 || targets_[pc + 1] || same_as_[pc + 1] >= 0) continue;
+      const ElemType elem = fn_.registers[load.b].elem;
+      if (elem != (is_float ? ElemType::kF64 : ElemType::kI64) || targets_[pc + 1] || same_as_[pc + 1] >= 0) continue;
       const int r = load.a;
-      const bool commutes = use.op == Op::ADD_F || use.op == Op::MUL_F;
-      if (!commutes && use.op != Op::SUB_F) continue;
-      if (use.b == use.c || live_in_[pc + 2][r]) continue;
+      const bool commutes = is_float ? use.op == Op::ADD_F || use.op == Op::MUL_F : use.op == Op::ADD_I;
+      if (!commutes && use.op != (is_float ? Op::SUB_F : Op::SUB_I)) continue;
+      if (use.b == use.c || live_in_[pc + 2][r] || (!is_float && use.a == r)) continue;
       loads_into_arithmetic_[pc] = use.c == r || (commutes && use.b == r);
     }
   }
@@ -3894,8 +3900,8 @@ class CodeGen {
   void LoadElementTo(int dst, int buffer, const Int& index, const Int* based = nullptr) {
     ElemType elem = fn_.registers[buffer].elem;
     const Int& data = based ? *based : Data(buffer);
-    if (dst == deferred_load_ && elem == ElemType::kF64) {  // read by the next instruction
-      pending_element_ = {dst, data, index, ElementOffset(buffer)};
+    if (dst == deferred_load_ && (elem == ElemType::kF64 || elem == ElemType::kI64)) {  // read by the next instruction
+      pending_element_ = {dst, elem == ElemType::kF64, data, index, ElementOffset(buffer)};
       deferred_load_ = -1;
       return;
     }
@@ -4134,11 +4140,12 @@ class CodeGen {
 
   // Whether `in` is the arithmetic that reads the pending element
   // (FindLoadsIntoArithmetic).
+  // (An int one, unless AddOrSubElement takes it, is loaded there first.)
   bool TakesPendingElement(const Instr& in) const {
     const int r = pending_element_.reg;
     switch (in.op) {
-      case Op::ADD_F: case Op::MUL_F: return in.b != in.c && (in.b == r || in.c == r);
-      case Op::SUB_F: return in.b != in.c && in.c == r;
+      case Op::ADD_F: case Op::MUL_F: case Op::ADD_I: return in.b != in.c && (in.b == r || in.c == r);
+      case Op::SUB_F: case Op::SUB_I: return in.b != in.c && in.c == r;
       default: return false;
     }
   }
@@ -4147,7 +4154,41 @@ class CodeGen {
   // as usual, emitted before anything else happens.
   void LoadPendingElement() {
     const PendingElement p = std::exchange(pending_element_, PendingElement());
-    b_.LoadElement(ElemType::kF64, F(p.reg), p.data, p.index, p.offset);
+    if (p.is_float) b_.LoadElement(ElemType::kF64, F(p.reg), p.data, p.index, p.offset);
+    else b_.LoadElement(ElemType::kI64, I(p.reg), p.data, p.index, p.offset);
+  }
+
+  // ADD_I or SUB_I with the pending int64 element as an operand, checked:
+  // R[A] := the other operand +/- the element, read in place (x86-64: `add
+  // a, [element]`; `running += xs[i]` is one add and a jo). On overflow the
+  // interpreter runs the instruction again and reads the element's register:
+  // the way out loads it there (and undoes an add in place). False, with
+  // nothing emitted, where the instruction takes another form (a constant,
+  // an unchecked sum, a sum of the loop's own, ...) or R[A] is the load's
+  // index or data register.
+  bool AddOrSubElement(const Instr& in) {
+    const PendingElement& p = pending_element_;
+    const int other = in.c == p.reg ? in.b : in.c;
+    if (p.is_float || unneeded_[pc_] || folded_adds_.count(pc_) || added_with_previous_ == pc_ ||
+        invariant_values_.count(pc_) || same_as_[pc_] >= 0 || within_guard_.count(pc_) || ArithmeticRange(in) ||
+        immediate_[other] || fn_.IsConstantRegister(other)) {
+      return false;
+    }
+    const Int dst = I(in.a);
+    if (dst.id() == p.index.id() || dst.id() == p.data.id()) return false;
+    const PendingElement e = std::exchange(pending_element_, PendingElement());
+    const bool add = in.op == Op::ADD_I, in_place = in.a == other;
+    const Label exit = Exit(), overflow = b_.NewLabel();
+    if (add) b_.AddElementChecked(dst, I(other), e.data, e.index, e.offset, overflow);
+    else b_.SubElementChecked(dst, I(other), e.data, e.index, e.offset, overflow);
+    Cold([=, this] {
+      b_.Bind(overflow);
+      const Int element = I(e.reg);
+      b_.LoadElement(ElemType::kI64, element, e.data, e.index, e.offset);
+      if (in_place) add ? b_.Sub(dst, dst, element) : b_.Add(dst, dst, element);
+      b_.Jump(exit);
+    });
+    return true;
   }
 
   void Emit(const Instr& in) {
@@ -4204,6 +4245,10 @@ class CodeGen {
       case Op::ADD_I:
       case Op::SUB_I:
       case Op::MUL_I: {
+        if (pending_element_.reg >= 0) {  // an int64 element as the operand (TakesPendingElement)
+          if (AddOrSubElement(in)) break;
+          LoadPendingElement();
+        }
         if (unneeded_[pc_] || folded_adds_.count(pc_)) break;
         if (std::exchange(added_with_previous_, -1) == pc_) break;  // (AddsConstantNext)
         if (auto hoisted = invariant_values_.find(pc_); hoisted != invariant_values_.end()) {
@@ -4869,6 +4914,7 @@ class CodeGen {
   int added_with_previous_ = -1;             // the ADD_I that AddsConstantNext emitted with the one before
   struct PendingElement {
     int reg = -1;
+    bool is_float = true;  // a float64 element, or an int64 one
     Int data, index;
     int32_t offset = 0;
   } pending_element_;

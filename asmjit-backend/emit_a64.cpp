@@ -149,6 +149,20 @@ void A64Backend::FArithElement(FloatOp op, const Float& dst, const Float& a, con
   if (op == FloatOp::kMul) FMul(dst, a, element);
 }
 
+void A64Backend::AddElementChecked(const Int& dst, const Int& a, const Int& data, const Int& index, int32_t offset,
+                                   const Label& overflow) {
+  Int element = NewInt();
+  LoadElement(ElemType::kI64, element, data, index, offset);
+  AddChecked(dst, a, element, overflow);
+}
+
+void A64Backend::SubElementChecked(const Int& dst, const Int& a, const Int& data, const Int& index, int32_t offset,
+                                   const Label& overflow) {
+  Int element = NewInt();
+  LoadElement(ElemType::kI64, element, data, index, offset);
+  SubChecked(dst, a, element, overflow);
+}
+
 void A64Backend::StoreElement(ElemType elem, const Int& src, const Int& data_, const Int& index, int32_t offset) {
   const Int data = Offset(data_, offset);
   switch (elem) {

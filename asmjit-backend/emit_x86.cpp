@@ -129,6 +129,20 @@ void X86Backend::FArithElement(FloatOp op, const Float& dst, const Float& a, con
   if (op == FloatOp::kMul) cc_.mulsd(dst, element);
 }
 
+void X86Backend::AddElementChecked(const Int& dst, const Int& a, const Int& data, const Int& index, int32_t offset,
+                                   const Label& overflow) {
+  Mov(dst, a);
+  cc_.add(dst, x86::qword_ptr(data, index, 3, offset));
+  cc_.jo(overflow);
+}
+
+void X86Backend::SubElementChecked(const Int& dst, const Int& a, const Int& data, const Int& index, int32_t offset,
+                                   const Label& overflow) {
+  Mov(dst, a);
+  cc_.sub(dst, x86::qword_ptr(data, index, 3, offset));
+  cc_.jo(overflow);
+}
+
 void X86Backend::StoreElement(ElemType elem, const Int& src, const Int& data, const Int& index, int32_t offset) {
   switch (elem) {
     case ElemType::kI64:
