@@ -1751,8 +1751,12 @@ enter_jit : {
     ip = code + JitErrorPc(outcome);
     goto error;
   }
-  fn.runtime->jit_exits.Bump(nogil);
-  fn.runtime->exit_pc.store(static_cast<int32_t>(outcome), std::memory_order_relaxed);
+  // Machine code returns None through the interpreter (a new reference to
+  // None wants the GIL): that is the function's return, not a side exit.
+  if (code[outcome].op != Op::RET_NONE) {
+    fn.runtime->jit_exits.Bump(nogil);
+    fn.runtime->exit_pc.store(static_cast<int32_t>(outcome), std::memory_order_relaxed);
+  }
   ip = code + outcome;
   ticks = 1;  // back into machine code at the next back edge
   goto* dispatch[static_cast<uint8_t>(ip->op)];

@@ -300,8 +300,13 @@ def test_trace_reports_side_exits_and_deoptimizations(runner, tmp_path):
     """The summary says which functions' machine code handed calls back to
     the interpreter, and which deoptimized (an int past 64 bits before any
     effect: the call ran as Python), how often, and where last; a function
-    that did neither is not listed there."""
+    that did neither is not listed there, nor one whose machine code
+    returns None through the interpreter (a return, not a side exit)."""
     main = _write(tmp_path, "main.ppy", """\
+        from array import array
+
+        from ppy import Buffer
+
         def grow(n: int) -> int:
             t = 1
             for i in range(n):
@@ -314,7 +319,14 @@ def test_trace_reports_side_exits_and_deoptimizations(runner, tmp_path):
                 t += i
             return t
 
-        print(grow(10), grow(50), grow(60), steady(100))
+        def fill(xs: Buffer[float], n: int) -> None:
+            for i in range(n):
+                xs[i] = i * 0.5
+
+        xs = array("d", [0.0] * 10)
+        fill(xs, 10)
+        fill(xs, 10)
+        print(grow(10), grow(50), grow(60), steady(100), sum(xs))
         """)
     plain = runner.python(main, cwd=tmp_path)
     traced = runner.ppy("run", "--trace", main, cwd=tmp_path, PPY_JIT="eager")
@@ -323,8 +335,9 @@ def test_trace_reports_side_exits_and_deoptimizations(runner, tmp_path):
     section = traced.stderr.split("summary: side exits")[1]
     rows = [line.split() for line in section.splitlines()[1:] if line.startswith("ppy trace:   ")]
     assert [row[2] for row in rows] == ["__main__.grow"], section
-    assert re.search(r"__main__\.grow\s+2 side exits \(last: line 4, at MUL_I\)\s+2 deoptimizations \(last: "
-                     r"line 4, an int result of \* beyond 64 bits\)", section), section
+    assert re.search(r"__main__\.grow\s+2 side exits \(last: line 8, at MUL_I\)\s+2 deoptimizations \(last: "
+                     r"line 8, an int result of \* beyond 64 bits\)", section), section
+    assert re.search(r"__main__\.fill\s+2 calls\s+\S+ ms\s+2 jit entries", traced.stderr), traced.stderr
 
 
 def test_trace_lists_the_guards_machine_code_relies_on(runner, tmp_path):
