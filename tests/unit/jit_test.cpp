@@ -1263,8 +1263,8 @@ def scan(flags: Buffer[u8], n: int, i: int) -> int:
         i += 1
     return i
 )");
-  // The line before the label of the loop's body (the label just above its
-  // first instruction, which `first` matches).
+  // The line before the label of the loop's body: the nearest label above
+  // the line `first` matches (AArch64 may materialize a constant first).
   auto line_before_body = [&](const char* name, const std::regex& first) {
     jit::Blob blob;
     std::string listing, error;
@@ -1272,13 +1272,19 @@ def scan(flags: Buffer[u8], n: int, i: int) -> int:
     std::vector<std::string> lines;
     std::istringstream stream(listing);
     for (std::string line; std::getline(stream, line);) lines.push_back(line);
-    for (size_t k = 2; k < lines.size(); ++k) {
-      if (std::regex_search(lines[k], first) && lines[k - 1].back() == ':') return lines[k - 2];
+    for (size_t k = 0; k < lines.size(); ++k) {
+      if (!std::regex_search(lines[k], first)) continue;
+      for (size_t label = k; label-- > 1 && label + 3 > k;) {
+        if (!lines[label].empty() && lines[label].back() == ':') return lines[label - 1];
+      }
     }
     ADD_FAILURE() << "no loop body in\n" << listing;
     return std::string();
   };
-  const std::regex store(R"(^(mov byte ptr \[|strb ))"), load(R"(^(movzx|ldrb) )");
+  // (An element's address is two registers; the prologue reads a flag of
+  // the buffer at a constant offset.)
+  const std::regex store(R"(^(mov byte ptr \[\w+\+\w+\]|strb \w+, \[\w+, \w+\]))");
+  const std::regex load(R"(^(movzx \w+, byte ptr \[\w+\+\w+\]|ldrb \w+, \[\w+, \w+\]))");
   EXPECT_NE(line_before_body("strike", store).find("align"), std::string::npos);
   EXPECT_EQ(line_before_body("scan", load).find("align"), std::string::npos);
   BorrowedArray flags("B", "bytes(range(1, 60)) + b'\\0' + bytes(40)");
