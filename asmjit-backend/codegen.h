@@ -1153,10 +1153,9 @@ class CodeGen {
     std::map<int, std::pair<Int, Int>> lengths;  // buffer -> its length and store length, for local_buffers
     // The functions whose calls the loop runs in place (EmitInlineCall), in
     // a loop with no loop inside it: whether every one of their names still
-    // holds them is one register, `inline_ok`, tested by each call (see
-    // EmitInlineOk).
+    // holds them is checked where a name may have changed (EmitInlineOk),
+    // not by each call.
     std::set<int> inline_callees;
-    Int inline_ok;
     // Sums `acc += v` with v in [low, high] each iteration (FindBoundedSums):
     // each chunk checks acc + trips * high and acc + trips * low fit 64 bits.
     struct BoundedSum {
@@ -1737,28 +1736,31 @@ class CodeGen {
     return nullptr;
   }
 
-  // loop.inline_ok := 1 if the name of every function the loop runs in place
-  // still holds it (the module namespace's version word equals the one at
-  // which the interpreter's call last found it there), else 0.
-  void EmitInlineOk(CountedLoop& loop) {
+  // Leaves for the interpreter at `exit` unless the name of every function
+  // the loop runs in place still holds it (the module namespace's version
+  // word equals the one at which the interpreter's call last found it
+  // there). Python code can rebind a name only where it runs: a signal
+  // handler at a chunk's start or a back edge, a call the loop makes. So
+  // this is checked there (and at the loop's guard), and the inlined calls
+  // in the body test nothing: spectral norm's inner loop is two
+  // instructions shorter per iteration. The interpreter runs the iteration,
+  // making the call (which notes the version where the name holds the
+  // function: a first call, in eager mode), and enters again at the next
+  // back edge.
+  void EmitInlineOk(CountedLoop& loop, const Label& exit) {
     if (loop.inline_callees.empty()) return;
-    if (!loop.inline_ok.isValid()) loop.inline_ok = b_.NewInt();
-    Label done = b_.NewLabel();
     Int versions = b_.NewInt(), word = b_.NewInt(), now = b_.NewInt();
-    b_.MovImm(loop.inline_ok, 0);
     b_.LoadInt(versions, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, versions)));
     b_.LoadInt(word, versions, static_cast<int32_t>(offsetof(ModuleVersions, globals)));
-    b_.BranchIntImm(IntCond::kEq, word, 0, done);
+    b_.BranchIntImm(IntCond::kEq, word, 0, exit);
     b_.LoadInt(now, word, 0);
     for (int d : loop.inline_callees) {
       Int bound = b_.NewInt();
       b_.LoadInt(bound, versions, static_cast<int32_t>(offsetof(ModuleVersions, bound)));
       b_.LoadInt(bound, bound, static_cast<int32_t>(d * sizeof(const uint64_t*)));
       b_.LoadInt(bound, bound, 0);
-      b_.BranchInt(IntCond::kNe, now, bound, done);
+      b_.BranchInt(IntCond::kNe, now, bound, exit);
     }
-    b_.MovImm(loop.inline_ok, 1);
-    b_.Bind(done);
   }
 
   // INDEX_U in a counted loop, of a buffer the loop never reassigns (an N-d
@@ -2463,7 +2465,7 @@ class CodeGen {
       if (!loop.left.isValid()) loop.left = b_.NewInt();
       ChunkStart(loop, Exit());
     }
-    EmitInlineOk(loop);
+    EmitInlineOk(loop, Exit());
   }
 
   // An unrolled loop (UnrolledTrips) at pc_, its head: the guard, then the
@@ -2683,7 +2685,7 @@ class CodeGen {
     Label have_ticks = b_.NewLabel(), small = b_.NewLabel();
     b_.BranchIntImm(IntCond::kGt, ticks_, 0, have_ticks);
     CheckSignals();
-    EmitInlineOk(loop);  // (a signal handler may have rebound a name)
+    EmitInlineOk(loop, exit);  // (a signal handler may have rebound a name)
     b_.Bind(have_ticks);
     if (loop.down) b_.Sub(loop.left, I(loop.counter), I(loop.limit));
     else b_.Sub(loop.left, I(loop.limit), I(loop.counter));
@@ -3162,10 +3164,10 @@ class CodeGen {
       for (int d : loop.inline_callees) names.insert(fn_.module->functions[d]->name);
       NoteGuard(line_pc, names.size() > 1 ? "the loop's head checks that the names " + Listed(names) +
                                                 " still hold the functions it runs in place of their calls (if "
-                                                "not, the calls are made)"
+                                                "not, the interpreter runs the loop)"
                                           : "the loop's head checks that the name " + Listed(names) +
                                                 " still holds the function it runs in place of its calls (if "
-                                                "not, the calls are made)");
+                                                "not, the interpreter runs the loop)");
     }
   }
 
@@ -3200,8 +3202,7 @@ class CodeGen {
   // before an exit had an effect (InlinableCallee): the call starts afresh.
   void EmitInlineCall(int d, const FunctionCode& callee, int first_arg, int result, const Label& done,
                       const Label& call) {
-    if (CountedLoop* loop = InlineLoop(pc_)) {  // checked at the loop's entry
-      b_.BranchIntImm(IntCond::kEq, loop->inline_ok, 0, call);
+    if (InlineLoop(pc_)) {  // checked where the name may have changed (EmitInlineOk)
       CodeGen inner(b_, callee);
       inner.GenerateInline(*this, first_arg, result, done, call);
       return;
@@ -3361,7 +3362,7 @@ class CodeGen {
     else b_.LoadInt(I(a), frame, slot);
     LeaveIfViewsMoved();
     for (auto& [header, loop] : counted_loops_) {  // the call ran Python code
-      if (header <= pc_ && pc_ < loop_end_.at(header)) EmitInlineOk(loop);
+      if (header <= pc_ && pc_ < loop_end_.at(header)) EmitInlineOk(loop, ExitAt(pc_ + 1));
     }
   }
 
@@ -3464,7 +3465,7 @@ class CodeGen {
   void BackEdge(const Label& target, CountedLoop* loop = nullptr) {
     b_.DecrementAndBranchPositive(ticks_, target);
     CheckSignals();
-    if (loop) EmitInlineOk(*loop);
+    if (loop) EmitInlineOk(*loop, ExitAt(loop->header));
     b_.Jump(target);
   }
 

@@ -371,11 +371,12 @@ def test_trace_lists_the_guards_machine_code_relies_on(runner, tmp_path):
     assert traced.returncode == 0, traced.stderr
     assert traced.stdout == plain.stdout, traced.stderr
     section = traced.stderr.split("summary: guards")[1].split("summary:")[0]
-    rows = [re.sub(r"\s+", " ", line.removeprefix("ppy trace:").strip()) for line in section.splitlines()[1:]]
+    rows = [re.sub(r"\s+", " ", line.removeprefix("ppy trace:").strip()) for line in section.splitlines()[1:]
+            if line.startswith("ppy trace:   ")]
     bounds = ("line 9: the loop's head checks that its indexes of 'xs' stay inside the buffer on every iteration "
               "(if not, the interpreter runs the loop)")
     callee = ("line 9: the loop's head checks that the name half still holds the function it runs in place of its "
-              "calls (if not, the calls are made)")
+              "calls (if not, the interpreter runs the loop)")
     assert "__main__.scale (n=100) line 7: the frame holds exactly n=100 (checked before each entry: other values " \
            "run the general code)" in rows, section
     for name in ("__main__.scale (n=100)", "__main__.scale"):
