@@ -137,6 +137,10 @@ class CodeGen {
         EmitFill(loop->second, fill->second);
         continue;
       }
+      if (auto sum = element_sums_.find(pc_); sum != element_sums_.end()) {
+        EmitElementSum(loop->second, sum->second);
+        continue;
+      }
       if (loop != counted_loops_.end()) EmitGuards(loop->second);
       if (auto w = while_loops_.find(pc_); w != while_loops_.end()) EmitWhileGuard(w->first, w->second);
       if (chained_[pc_]) continue;
@@ -926,7 +930,7 @@ class CodeGen {
   // no back edge, nor in loops counting down.
   void FindStridedAccesses() {
     for (auto& [header, loop] : counted_loops_) {
-      if (loop.down || unrolled_.count(header) || fills_.count(header)) continue;
+      if (loop.down || unrolled_.count(header) || fills_.count(header) || element_sums_.count(header)) continue;
       for (AffineAccess& access : loop.affine) {
         // (A LOADX/STOREX second register is one more term: product_def is
         // then the index's own definition, and there is no sum.)
@@ -1411,6 +1415,9 @@ class CodeGen {
       } else if (auto byte = FillByte(loop, end)) {
         fills_[loop.header] = *byte;
         guards = true;
+      } else if (auto acc = SummedElements(loop, end)) {
+        element_sums_[loop.header] = *acc;
+        guards = true;
       }
       if (guards) {
         counted_loops_[loop.header] = loop;
@@ -1516,6 +1523,28 @@ class CodeGen {
       }
       default: return std::nullopt;
     }
+  }
+
+  // A loop whose whole body adds buf[counter] to an int, `for i in range(n):
+  // count += flags[i]` (the checked load the loop's guard proved, of an int
+  // type narrower than 64 bits, then ADD_I acc, acc, element), sums a slice
+  // of the buffer. Returns acc, or nothing to keep the loop. The loop runs as
+  // one call of a helper that the C++ compiler vectorized (EmitElementSum).
+  std::optional<int> SummedElements(const CountedLoop& loop, int end) const {
+    if (loop.down || end != loop.header + 2 || targets_[loop.header + 1] || targets_[end]) return std::nullopt;
+    const int pc = loop.header;
+    const Instr& load = fn_.code[pc];
+    const Instr& add = fn_.code[pc + 1];
+    auto access = access_loop_.find(pc);
+    if (load.op != Op::LOAD_I || access == access_loop_.end() || access->second != loop.header) return std::nullopt;
+    if (access_base_.at(pc) >= 0 || access_base_def_.at(pc) >= 0 || access_index_def_.count(pc)) return std::nullopt;
+    if (!ElementRange(fn_.registers[load.b].elem) || add.op != Op::ADD_I) return std::nullopt;
+    const int element = load.a, acc = add.b == element ? add.c : add.b;
+    if ((add.b == element) == (add.c == element) || add.a != acc || acc == loop.counter || acc == loop.limit ||
+        element == loop.counter || element == loop.limit) {
+      return std::nullopt;
+    }
+    return acc;
   }
 
   // Loop-invariant code motion for int arithmetic: an ADD_I, SUB_I or MUL_I
@@ -2516,6 +2545,39 @@ class CodeGen {
     if (size > 1) b_.MulImm(bytes, bytes, size);
     b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, fill)), {at, value, bytes});
     b_.AddImm(I(loop.counter), I(loop.limit), -1);
+    pc_ = end;
+  }
+
+  // A summing loop (SummedElements) at pc_, its head: the guard (which
+  // proved buf[counter .. limit - 1] inside the buffer), a check that acc
+  // plus any sum of that many elements fits 64 bits (if not, the
+  // interpreter runs the loop, and leaves 64 bits where Python's int would),
+  // one call of the sum helper, and the registers as the interpreter leaves
+  // them: the counter at its last value and the element's register holding
+  // the last element. pc_ ends at the closing FORLOOP_INC, which emits
+  // nothing. (As for a fill, the guard's chunk charged the ticks.)
+  void EmitElementSum(CountedLoop& loop, int acc) {
+    const int end = loop_end_.at(loop.header);
+    const Instr& load = fn_.code[loop.header];
+    EmitGuardChecks(loop);
+    const ElemType elem = fn_.registers[load.b].elem;
+    const Range range = *ElementRange(elem);
+    Int trips = b_.NewInt();
+    b_.Sub(trips, I(loop.limit), I(loop.counter));
+    for (int64_t bound : {range.high, range.low}) {  // (trips >= 1, so each extreme is reachable)
+      if (bound == 0) continue;
+      Int most = b_.NewInt(), scaled = b_.NewInt(), total = b_.NewInt();
+      b_.MovImm(most, bound);
+      b_.MulChecked(scaled, most, trips, Exit());
+      b_.AddChecked(total, scaled, I(acc), Exit());
+    }
+    Int at = b_.NewInt(), kind = b_.NewInt();
+    b_.AddScaled(at, data_[load.b], I(loop.counter), __builtin_ctz(InfoOf(elem).size));
+    b_.MovImm(kind, static_cast<int64_t>(elem));
+    Int sum = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, sum)), {at, trips, kind});
+    b_.Add(I(acc), I(acc), sum);
+    b_.AddImm(I(loop.counter), I(loop.limit), -1);
+    b_.LoadElement(elem, I(load.a), data_[load.b], I(loop.counter), 0);
     pc_ = end;
   }
 
@@ -4884,6 +4946,7 @@ class CodeGen {
   std::map<int, int> unrolled_;              // by header: the trip count of a loop run unrolled
   std::map<int, std::pair<int, AffineAccess*>> strided_;  // strength-reduced access pc -> (loop header, access)
   std::map<int, int> fills_;                 // by header: the byte a filling loop stores (FillByte)
+  std::map<int, int> element_sums_;          // by header: the int a loop sums elements into (SummedElements)
   std::map<int, WhileLoop> while_loops_;     // by header: while loops with a guard (FindWhileLoops)
   std::vector<bool> checked_;                // per pc: whether its bounds are checked where it runs
   std::vector<bool> nonzero_checked_;        // per pc: whether its divisor is checked where it runs

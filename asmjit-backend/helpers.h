@@ -30,6 +30,9 @@ struct JitHelpers {
   double (*complex_abs)(double, double);
   // memset(data, value, bytes), for a loop that fills a buffer; returns 0.
   int64_t (*fill)(int64_t data, int64_t value, int64_t bytes);
+  // The sum of `count` elements of type `elem` (an int type narrower than 64
+  // bits) from `data`, for a loop that sums a buffer's elements.
+  int64_t (*sum)(int64_t data, int64_t count, int64_t elem);
   // The math table's fast paths (nullptr where CPython computes it itself).
   double (*math1[kMathCount])(double);
   double (*math2[kMathCount])(double, double);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "asmjit-backend/code_cache.h"
 #include "asmjit-backend/codegen.h"
@@ -62,6 +63,36 @@ int64_t Fill(int64_t data, int64_t value, int64_t bytes) {
   return 0;
 }
 
+// The sum of count elements from p, in blocks whose trip count the compiler
+// knows (so that it vectorizes them), each summed in a type that cannot
+// overflow in a block: int32 for 64 elements of 16 bits or fewer.
+template <typename T>
+int64_t SumOf(const T* p, int64_t count) {
+  using Block = std::conditional_t<sizeof(T) <= 2, int32_t, int64_t>;
+  constexpr int64_t kBlock = 64;
+  int64_t total = 0, i = 0;
+  for (; i + kBlock <= count; i += kBlock) {
+    Block block = 0;
+    for (int64_t k = 0; k < kBlock; ++k) block += p[i + k];
+    total += block;
+  }
+  for (; i < count; ++i) total += p[i];
+  return total;
+}
+
+int64_t Sum(int64_t data, int64_t count, int64_t elem) {
+  const void* p = reinterpret_cast<const void*>(data);
+  switch (static_cast<ElemType>(elem)) {
+    case ElemType::kI32: return SumOf(static_cast<const int32_t*>(p), count);
+    case ElemType::kU32: return SumOf(static_cast<const uint32_t*>(p), count);
+    case ElemType::kI16: return SumOf(static_cast<const int16_t*>(p), count);
+    case ElemType::kU16: return SumOf(static_cast<const uint16_t*>(p), count);
+    case ElemType::kI8: return SumOf(static_cast<const int8_t*>(p), count);
+    case ElemType::kU8: return SumOf(static_cast<const uint8_t*>(p), count);
+    default: std::abort();  // (the code generator passes only these: SummedElements)
+  }
+}
+
 JitHelpers MakeHelpers() {
   JitHelpers helpers{};
   helpers.check_signals = CheckSignals;
@@ -72,6 +103,7 @@ JitHelpers MakeHelpers() {
   helpers.complex_quot_imag = ComplexQuotImag;
   helpers.complex_abs = ComplexAbsOf;
   helpers.fill = Fill;
+  helpers.sum = Sum;
   for (int i = 0; i < kMathCount; ++i) {
     helpers.math1[i] = kMathInfo[i].fast1;
     helpers.math2[i] = kMathInfo[i].fast2;
