@@ -446,8 +446,8 @@ bool PowFloatSlow(double x, double y, double* out) {
   if (power == nullptr) return false;
   if (!PyFloat_Check(power)) {
     Py_DECREF(power);
-    return RaiseValueError("a negative float to a fractional power is a complex number in Python; "
-                           "typed code has no complex type");
+    return RaiseValueError("a negative float to a fractional power is a complex number in Python, "
+                           "which this typed float power cannot hold");
   }
   *out = PyFloat_AS_DOUBLE(power);
   Py_DECREF(power);
@@ -952,6 +952,11 @@ bool UnboxInt(PyObject* obj, int64_t* out) {
   if (PyBool_Check(obj)) {  // an int local holding True would print 1
     PyErr_SetString(PyExc_TypeError, "expected an int, got bool (ppy does not turn bools into ints implicitly; "
                                      "convert with int())");
+    return false;
+  }
+  if (!PyIndex_Check(obj)) {  // (CPython's own words, "cannot be interpreted as an integer", name no int)
+    PyErr_Format(PyExc_TypeError, "expected an int, got %.200s (a typed int holds an int, or what has __index__)",
+                 Py_TYPE(obj)->tp_name);
     return false;
   }
   PyObject* index = PyNumber_Index(obj);
