@@ -4748,7 +4748,13 @@ class CodeGen {
       // N-d buffers (see vm/opcodes.def): machine code runs only in frames
       // whose views have a contiguous innermost axis (vm/interpreter.cpp), so
       // INDEX_U on that axis is the checked index itself.
-      case Op::SHAPE_U: b_.LoadInt(I(a), ints_[bb], ViewField(offsetof(BufferView, shape), c)); break;
+      case Op::SHAPE_U: {  // (the interpreter raises for an exporter without a shape attribute)
+        Int shapeless = b_.NewInt();
+        b_.LoadU8(shapeless, ints_[bb], static_cast<int32_t>(offsetof(BufferView, shapeless)));
+        b_.BranchIntImm(IntCond::kNe, shapeless, 0, Exit());
+        b_.LoadInt(I(a), ints_[bb], ViewField(offsetof(BufferView, shape), c));
+        break;
+      }
       case Op::INDEX_U: {
         if (unneeded_[pc_]) break;  // only a folded access needed it (FindFoldedChains)
         if (const Int* hoisted = HoistedIndex(pc_)) {  // computed by the loop's guard

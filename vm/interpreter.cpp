@@ -2352,7 +2352,18 @@ grown_int_instruction : {
   }
   NEXT;
 
-  CASE(SHAPE_U) R(in.a).i = R(in.b).u->shape[in.c]; NEXT;
+  CASE(SHAPE_U) {
+    const BufferView& view = *R(in.b).u;
+    if (view.shapeless) {  // Python's own error (and if the attribute has appeared since the borrow, the view's shape)
+      PyObject* shape = PyObject_GetAttrString(view.owner, "shape");
+      if (shape == nullptr) goto error;
+      Py_DECREF(shape);
+      R(in.a).i = view.shape[in.c];
+      NEXT_AFTER_PYTHON;
+    }
+    R(in.a).i = view.shape[in.c];
+  }
+  NEXT;
   CASE(INDEX_U) {
     const BufferView& view = *R(in.b).u;
     int64_t index = R(in.d).i;

@@ -565,6 +565,21 @@ void StoreFloatElement(const BufferView& view, int64_t index, double value) {
 
 namespace {
 
+// Whether obj.shape raises: the exporters Python knows have no shape
+// attribute (array.array is matched by its exact type name, so a subclass
+// asks), anything else is asked, once per borrow.
+bool Shapeless(PyObject* obj, Exporter exporter) {
+  switch (exporter) {
+    case Exporter::kNumpy:
+    case Exporter::kMemoryview:
+    case Exporter::kTorch: return false;
+    case Exporter::kArray: return true;
+    default: break;
+  }
+  if (PyByteArray_CheckExact(obj) || PyBytes_CheckExact(obj)) return true;
+  return PyObject_HasAttrString(obj, "shape") == 0;  // (an error reading it counts as none: SHAPE_U raises it)
+}
+
 Exporter ExporterOf(PyObject* obj) {
   if (PyMemoryView_Check(obj)) return Exporter::kMemoryview;
   if (PyByteArray_Check(obj)) return Exporter::kBytearray;
@@ -716,6 +731,7 @@ bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py
   }
   view->elem = elem;
   view->exporter = ExporterOf(obj);
+  view->shapeless = Shapeless(obj, view->exporter);
   view->readonly = readonly || raw->readonly;
   view->format = raw->format ? raw->format[std::strlen(raw->format) - 1] : 'B';
   view->owner = obj;
@@ -952,11 +968,6 @@ bool UnboxInt(PyObject* obj, int64_t* out) {
   if (PyBool_Check(obj)) {  // an int local holding True would print 1
     PyErr_SetString(PyExc_TypeError, "expected an int, got bool (ppy does not turn bools into ints implicitly; "
                                      "convert with int())");
-    return false;
-  }
-  if (!PyIndex_Check(obj)) {  // (CPython's own words, "cannot be interpreted as an integer", name no int)
-    PyErr_Format(PyExc_TypeError, "expected an int, got %.200s (a typed int holds an int, or what has __index__)",
-                 Py_TYPE(obj)->tp_name);
     return false;
   }
   PyObject* index = PyNumber_Index(obj);

@@ -52,6 +52,9 @@ struct BufferView {
   ElemType elem = ElemType::kNone;
   Exporter exporter = Exporter::kOther;
   bool readonly = false;
+  // The exporter has no `shape` attribute (array.array, bytearray, bytes):
+  // a.shape[k] raises AttributeError there, as Python's would (SHAPE_U).
+  bool shapeless = false;
   char format = 'B';          // the struct format character, for messages
   PyObject* owner = nullptr;  // borrowed, for messages
   // Owned: a torch tensor's storage, held for the call, so that a callback

@@ -211,21 +211,6 @@ def test_a_bool_stored_into_an_int_local_is_refused(runner, tmp_path):
     assert 'unbox.ppy", line 2, in as_int' in result.stderr
 
 
-def test_a_float_stored_into_an_int_local_names_both_types(runner, tmp_path):
-    # CPython's own words for this ("'float' object cannot be interpreted as
-    # an integer") name no int; what has __index__ (numpy's ints) is taken.
-    _write(tmp_path, "unbox.ppy", """\
-        def as_int(o) -> int:
-            n: int = o
-            return n
-        """)
-    code = "import ppy, unbox\nclass I:\n def __index__(self): return -3\nprint(unbox.as_int(I())); unbox.as_int(1.5)"
-    result = runner.python("-c", code, cwd=tmp_path)
-    assert result.stdout == "-3\n"
-    assert "TypeError: expected an int, got float (a typed int holds an int, or what has __index__)" in result.stderr
-    assert 'unbox.ppy", line 2, in as_int' in result.stderr
-
-
 def test_import_ppy_is_cheap_and_loads_no_compiler(runner):
     result = runner.python("-c", "import sys, ppy; print('ppy._ppy' in sys.modules, 'ast' in sys.modules)")
     assert result.stdout == "False False\n"
