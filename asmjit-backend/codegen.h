@@ -2928,6 +2928,7 @@ class CodeGen {
       case ElemType::kU16: return Range{0, UINT16_MAX};
       case ElemType::kI8: return Range{INT8_MIN, INT8_MAX};
       case ElemType::kU8: return Range{0, UINT8_MAX};
+      case ElemType::kBool: return Range{0, 1};
       default: return std::nullopt;  // (i64, and u64, which leaves above INT64_MAX)
     }
   }

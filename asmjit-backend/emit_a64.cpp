@@ -123,7 +123,8 @@ void A64Backend::LoadElement(ElemType elem, const Int& dst, const Int& data_, co
     case ElemType::kI16: cc_.ldrsh(dst, a64::ptr(data, index, arm::lsl(1))); break;
     case ElemType::kU16: cc_.ldrh(dst.w(), a64::ptr(data, index, arm::lsl(1))); break;
     case ElemType::kI8: cc_.ldrsb(dst, a64::ptr(data, index)); break;
-    case ElemType::kU8: cc_.ldrb(dst.w(), a64::ptr(data, index)); break;
+    case ElemType::kU8:
+    case ElemType::kBool: cc_.ldrb(dst.w(), a64::ptr(data, index)); break;
     default: break;
   }
 }
@@ -173,7 +174,8 @@ void A64Backend::StoreElement(ElemType elem, const Int& src, const Int& data_, c
     case ElemType::kI16:
     case ElemType::kU16: cc_.strh(src.w(), a64::ptr(data, index, arm::lsl(1))); break;
     case ElemType::kI8:
-    case ElemType::kU8: cc_.strb(src.w(), a64::ptr(data, index)); break;
+    case ElemType::kU8:
+    case ElemType::kBool: cc_.strb(src.w(), a64::ptr(data, index)); break;
     default: break;
   }
 }

@@ -92,7 +92,8 @@ void X86Backend::LoadElement(ElemType elem, const Int& dst, const Int& data, con
     case ElemType::kI16: cc_.movsx(dst, x86::word_ptr(data, index, 1, offset)); break;
     case ElemType::kU16: cc_.movzx(dst.r32(), x86::word_ptr(data, index, 1, offset)); break;
     case ElemType::kI8: cc_.movsx(dst, x86::byte_ptr(data, index, 0, offset)); break;
-    case ElemType::kU8: cc_.movzx(dst.r32(), x86::byte_ptr(data, index, 0, offset)); break;
+    case ElemType::kU8:
+    case ElemType::kBool: cc_.movzx(dst.r32(), x86::byte_ptr(data, index, 0, offset)); break;
     default: break;
   }
 }
@@ -152,7 +153,8 @@ void X86Backend::StoreElement(ElemType elem, const Int& src, const Int& data, co
     case ElemType::kI16:
     case ElemType::kU16: cc_.mov(x86::word_ptr(data, index, 1, offset), src.r16()); break;
     case ElemType::kI8:
-    case ElemType::kU8: cc_.mov(x86::byte_ptr(data, index, 0, offset), src.r8()); break;
+    case ElemType::kU8:
+    case ElemType::kBool: cc_.mov(x86::byte_ptr(data, index, 0, offset), src.r8()); break;
     default: break;
   }
 }
@@ -167,7 +169,8 @@ void X86Backend::StoreElementImm(ElemType elem, int32_t value, const Int& data, 
     case ElemType::kI16:
     case ElemType::kU16: cc_.mov(x86::word_ptr(data, index, 1, offset), value & 0xffff); break;
     case ElemType::kI8:
-    case ElemType::kU8: cc_.mov(x86::byte_ptr(data, index, 0, offset), value & 0xff); break;
+    case ElemType::kU8:
+    case ElemType::kBool: cc_.mov(x86::byte_ptr(data, index, 0, offset), value & 0xff); break;
     default: break;
   }
 }

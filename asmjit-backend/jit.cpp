@@ -88,7 +88,8 @@ int64_t Sum(int64_t data, int64_t count, int64_t elem) {
     case ElemType::kI16: return SumOf(static_cast<const int16_t*>(p), count);
     case ElemType::kU16: return SumOf(static_cast<const uint16_t*>(p), count);
     case ElemType::kI8: return SumOf(static_cast<const int8_t*>(p), count);
-    case ElemType::kU8: return SumOf(static_cast<const uint8_t*>(p), count);
+    case ElemType::kU8:
+    case ElemType::kBool: return SumOf(static_cast<const uint8_t*>(p), count);
     default: std::abort();  // (the code generator passes only these: SummedElements)
   }
 }

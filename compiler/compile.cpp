@@ -235,7 +235,9 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
   for (const FunctionInfo& fn : info->functions) any_generic |= fn.compiled && fn.generic_param >= 0;
   for (int e = 1; any_generic && e < kElemTypeCount; ++e) {
     const ElemType elem = static_cast<ElemType>(e);
-    if (elem == ElemType::kF64) continue;
+    // (Not bool: numpy's bool_ arithmetic is logic, True + True is True, where
+    // Python's bool gives 2; a kernel written for numbers gets bools as Python.)
+    if (elem == ElemType::kF64 || elem == ElemType::kBool) continue;
     std::unique_ptr<ModuleInfo> variant = CheckModule(*syntax, forced_fallbacks, elem);
     for (size_t i = 0; i < variant->functions.size(); ++i) {
       FunctionInfo& fn = variant->functions[i];

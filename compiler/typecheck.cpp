@@ -162,10 +162,11 @@ Type TypeOfAnnotation(const Expr& annotation, const ModuleInfo& module, std::str
       const Expr& elem = *elem_expr;
       if (elem.kind == ExprKind::kName && elem.text == "float") return Type::Buffer(ElemType::kF64, ndim);
       if (elem.kind == ExprKind::kName && elem.text == "int") return Type::Buffer(ElemType::kI64, ndim);
+      if (elem.kind == ExprKind::kName && elem.text == "bool") return Type::Buffer(ElemType::kBool, ndim);
       std::string elem_name = PpyNameOf(elem, module);
       ElemType elem_type = ElemTypeNamed(elem_name);
       if (elem_type != ElemType::kNone) return Type::Buffer(elem_type, ndim);
-      *error = "a Buffer's element type is float, int, or one of ppy's f32, f64, i8..i64, u8..u64";
+      *error = "a Buffer's element type is float, int, bool, or one of ppy's f32, f64, i8..i64, u8..u64";
       return Type::Unknown();
     }
     case ExprKind::kConstant:
@@ -182,7 +183,17 @@ namespace {
 // exporter would (array.array('d') stores float(1) for 1).
 bool StorableIn(Type element, Type value) {
   if (element.is_float()) return value.is_numeric() || value.kind == TypeKind::kObject;
+  // A bool element takes a bool: numpy would store any value's truth, a
+  // memoryview refuses anything but a bool.
+  if (element.kind == TypeKind::kBool) return value.kind == TypeKind::kBool;
   return value.is_integral() || value.kind == TypeKind::kObject;
+}
+
+// The error for a value StorableIn refuses.
+std::string CannotStore(Type value, Type buffer) {
+  std::string message = absl::StrCat("cannot store ", value.name(), " into ", buffer.name());
+  if (buffer.elem == ElemType::kBool) absl::StrAppend(&message, " (a bool element takes a bool: `x != 0`)");
+  return message;
 }
 
 // The dynamic result of mixing typed numbers (max(1, 2.5), `a if c else b`):
@@ -1594,7 +1605,7 @@ void FunctionChecker::CheckAssignTarget(Expr& target, Type value, const Loc& val
           return;
         }
         if (!StorableIn(base.element(), value)) {
-          Error(value_loc, absl::StrCat("cannot store ", value.name(), " into ", base.name()));
+          Error(value_loc, CannotStore(value, base));
         }
         target.type = base.element();
       } else if (base.is_object()) {
@@ -1666,7 +1677,7 @@ void FunctionChecker::CheckAugAssign(Stmt& stmt) {
         Type result = BinaryType(stmt.bin_op, element, value, stmt.value.get(), stmt.loc);
         stmt.result_type = result;
         if (result.is_known() && !StorableIn(element, result)) {
-          Error(stmt.loc, absl::StrCat("cannot store ", result.name(), " into ", base.name()));
+          Error(stmt.loc, CannotStore(result, base));
         }
       } else if (base.is_object()) {
         Check(index);

@@ -8,7 +8,10 @@ bool Type::is_tensor() const {
   return kind == TypeKind::kObject && known_class != nullptr && std::strcmp(known_class, "torch.Tensor") == 0;
 }
 
-Type Type::element() const { return InfoOf(elem).is_float ? Float() : Int(); }
+Type Type::element() const {
+  if (elem == ElemType::kBool) return Bool();
+  return InfoOf(elem).is_float ? Float() : Int();
+}
 
 Kind Type::kind_of_register() const {
   switch (kind) {

@@ -71,7 +71,8 @@ enum class JitState : uint8_t { kNone, kCompiled, kUnavailable, kPending, kCompi
   X(U64, "u64", 8, false, false)              \
   X(U32, "u32", 4, false, false)              \
   X(U16, "u16", 2, false, false)              \
-  X(U8, "u8", 1, false, false)
+  X(U8, "u8", 1, false, false)                \
+  X(Bool, "bool", 1, false, false)
 
 enum class ElemType : uint8_t {
   kNone = 0,
@@ -87,7 +88,7 @@ struct ElemInfo {
   bool is_signed;
 };
 const ElemInfo& InfoOf(ElemType elem);
-inline constexpr int kElemTypeCount = 11;  // kNone included
+inline constexpr int kElemTypeCount = 12;  // kNone included
 
 // The most dimensions a Buffer annotation may declare (Buffer[float, 3]).
 inline constexpr int kMaxDims = 4;

@@ -320,6 +320,7 @@ const char* NumpyTypeName(ElemType elem) {
   switch (elem) {
     case ElemType::kI8: return "int8";
     case ElemType::kU8: return "uint8";
+    case ElemType::kBool: return "bool";
     case ElemType::kI16: return "int16";
     case ElemType::kU16: return "uint16";
     case ElemType::kI32: return "int32";
@@ -508,6 +509,7 @@ bool LoadIntElement(const BufferView& view, int64_t index, int64_t* out) {
     case ElemType::kU32: *out = reinterpret_cast<const uint32_t*>(p)[index]; return true;
     case ElemType::kU16: *out = reinterpret_cast<const uint16_t*>(p)[index]; return true;
     case ElemType::kU8: *out = reinterpret_cast<const uint8_t*>(p)[index]; return true;
+    case ElemType::kBool: *out = reinterpret_cast<const uint8_t*>(p)[index]; return true;  // (0 or 1: numpy's and struct's bools)
     case ElemType::kU64: return ReadU64Slow(view, index, out);
     default: return false;
   }
@@ -546,6 +548,7 @@ bool StoreIntElement(const BufferView& view, int64_t index, int64_t value) {
       if (!fits(0, UINT8_MAX)) return RaiseElementOverflow(view, value);
       reinterpret_cast<uint8_t*>(p)[index] = static_cast<uint8_t>(value);
       return true;
+    case ElemType::kBool: reinterpret_cast<uint8_t*>(p)[index] = value != 0; return true;  // (a bool: see StorableIn)
     default: return false;
   }
 }
@@ -601,6 +604,7 @@ ElemType ElemTypeOfFormat(const char* format, Py_ssize_t itemsize) {
     case 'f': return itemsize == 4 ? ElemType::kF32 : ElemType::kNone;
     case 'b': return ElemType::kI8;
     case 'B': return ElemType::kU8;
+    case '?': return itemsize == 1 ? ElemType::kBool : ElemType::kNone;
     case 'h': return ElemType::kI16;
     case 'H': return ElemType::kU16;
     case 'i':
@@ -756,7 +760,8 @@ bool TorchElemType(PyObject* obj, ElemType* elem) {
                      {"torch.int64", ElemType::kI64},   {"torch.int32", ElemType::kI32},
                      {"torch.int16", ElemType::kI16},   {"torch.int8", ElemType::kI8},
                      {"torch.uint8", ElemType::kU8},    {"torch.uint16", ElemType::kU16},
-                     {"torch.uint32", ElemType::kU32},  {"torch.uint64", ElemType::kU64}};
+                     {"torch.uint32", ElemType::kU32},  {"torch.uint64", ElemType::kU64},
+                     {"torch.bool", ElemType::kBool}};
   *elem = ElemType::kNone;
   for (const auto& entry : kTorchTypes) {
     if (name != nullptr && std::strcmp(name, entry.torch_name) == 0) *elem = entry.elem;

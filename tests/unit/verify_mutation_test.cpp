@@ -156,7 +156,7 @@ class Arguments {
     return object;
   }
   BufferView* Buffer(ElemType elem) {
-    static const char kFormats[kElemTypeCount] = {'?', 'd', 'f', 'q', 'i', 'h', 'b', 'Q', 'I', 'H', 'B'};
+    static const char kFormats[kElemTypeCount] = {'?', 'd', 'f', 'q', 'i', 'h', 'b', 'Q', 'I', 'H', 'B', 'B'};
     const char format = kFormats[static_cast<int>(elem)];
     PyObject* array = Own(Eval(std::string("__import__('array').array('") + format + "', range(8))"));
     raws_.emplace_back();
