@@ -126,7 +126,7 @@ bool MostlyObjectWork(const FunctionCode& fn) {
       case Op::MOVE_I: case Op::MOVE_F: case Op::MOVE_O: case Op::MOVE_U:
       case Op::TRUTH_I: case Op::TRUTH_F: case Op::TRUTH_O: case Op::NOT:
       case Op::BOX_I: case Op::BOX_B: case Op::BOX_F: case Op::BOX_C:
-      case Op::UNBOX_I: case Op::UNBOX_F: case Op::UNBOX_C: case Op::UNBOX_B: case Op::UNBOX_INDEX:
+      case Op::UNBOX_I: case Op::UNBOX_F: case Op::UNBOX_FE: case Op::UNBOX_C: case Op::UNBOX_B: case Op::UNBOX_INDEX:
       case Op::JMP: case Op::JT: case Op::JF: case Op::LOOP:
       case Op::FORPREP: case Op::FORLOOP: case Op::FORLOOP_INC:
       case Op::RET_I: case Op::RET_F: case Op::RET_O: case Op::RET_NONE:

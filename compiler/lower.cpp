@@ -112,6 +112,7 @@ class Lowering {
   int ValueOf(const Expr& expr, int target = -1);
   void ValueInto(const Expr& expr, int dest, Type dest_type);
   int Coerce(int reg, Type from, Type to, int target = -1);
+  int ElementValue(int value, Type value_type, bool is_float);
   int ObjectValue(const Expr& expr, int target = -1) { return Coerce(ValueOf(expr), expr.type, Type::Object(), target); }
   // Where an expression's value goes: the caller's `target` when it has the
   // right kind (so `x = a + b` computes straight into x), else a temporary.
@@ -687,7 +688,7 @@ void Lowering::StoreElement(int buffer, Type buffer_type, const Expr& index, int
   int base, offset;
   if ((elem == ElemType::kF64 || elem == ElemType::kI64) && FusedIndex(index, &base, &offset)) {
     bool is_float = elem == ElemType::kF64;
-    int converted = Coerce(value, value_type, is_float ? Type::Float() : Type::Int());
+    int converted = ElementValue(value, value_type, is_float);
     Emit(is_float ? Op::STOREX_F64 : Op::STOREX_I64, buffer, base, offset, converted);
     return;
   }
@@ -700,7 +701,7 @@ void Lowering::StoreElement(int buffer, Type buffer_type, const Expr& index, int
 void Lowering::StoreElementAt(int buffer, Type buffer_type, int index, int value, Type value_type) {
   ElemType elem = buffer_type.elem;
   bool is_float = InfoOf(elem).is_float;
-  int converted = Coerce(value, value_type, is_float ? Type::Float() : Type::Int());
+  int converted = ElementValue(value, value_type, is_float);
   if (buffer_type.ndim > 1) {
     Emit(is_float ? Op::STOREN_F : Op::STOREN_I, buffer, index, converted);
     return;
@@ -710,6 +711,20 @@ void Lowering::StoreElementAt(int buffer, Type buffer_type, int index, int value
           : is_float ? Op::STORE_F
                      : Op::STORE_I;
   Emit(op, buffer, index, converted);
+}
+
+// The value a store writes into a buffer, in the element's register kind. A
+// dynamic value stored into a float buffer converts as array.array and
+// numpy convert it (an int, a numpy scalar: UNBOX_FE), where a float local
+// takes only a float (UNBOX_F); into an int buffer it is operator.index's,
+// as array.array's.
+int Lowering::ElementValue(int value, Type value_type, bool is_float) {
+  if (is_float && value_type.is_object()) {
+    int dest = Destination(-1, Kind::kFloat);
+    Emit(Op::UNBOX_FE, dest, value);
+    return dest;
+  }
+  return Coerce(value, value_type, is_float ? Type::Float() : Type::Int());
 }
 
 // A call, by what the checker resolved the callee to: a typed call of a

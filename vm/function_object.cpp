@@ -129,6 +129,9 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
     // Element-generic: the specialization for the argument's element type.
     PyObject* argument = GenericArgument(self, args, nargsf, kwnames);
     const ElemType elem = argument ? ElemTypeOfObject(argument) : ElemType::kNone;
+    if (elem == ElemType::kNone && argument != nullptr && ExportsElements(argument)) {
+      return CallPython(self, args, nargsf, kwnames);  // (float16, complex, ...: no element type of ppy's)
+    }
     if (elem != ElemType::kNone && elem != self->code->params[self->generic_param].elem) {
       PyObject* target = PyTuple_GET_ITEM(self->specializations, static_cast<Py_ssize_t>(elem));
       if (target == Py_None) return CallPython(self, args, nargsf, kwnames);

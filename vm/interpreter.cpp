@@ -1875,6 +1875,12 @@ grown_int_instruction : {
     if (!UnboxFloat(R(in.b).o, &R(in.a).f)) goto error;
     NEXT_AFTER_NUMBERS(PURE && IsPlainNumber(R(in.b).o));
   }
+  CASE(UNBOX_FE) {  // (array.array's and numpy's conversion, and array's TypeError for a str)
+    const double value = PyFloat_AsDouble(R(in.b).o);
+    if (value == -1.0 && PyErr_Occurred()) goto error;
+    R(in.a).f = value;
+    NEXT_AFTER_NUMBERS(PURE && IsPlainNumber(R(in.b).o));
+  }
   CASE(UNBOX_C) {
     double real, imag;
     if (!UnboxComplex(R(in.b).o, &real, &imag)) goto error;

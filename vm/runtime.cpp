@@ -642,6 +642,11 @@ namespace {
 bool TorchElemType(PyObject* obj, ElemType* elem);
 }  // namespace
 
+bool ExportsElements(PyObject* obj) {
+  const char* type_name = Py_TYPE(obj)->tp_name;
+  return PyObject_CheckBuffer(obj) || std::strcmp(type_name, "Tensor") == 0 || std::strcmp(type_name, "Parameter") == 0;
+}
+
 ElemType ElemTypeOfObject(PyObject* obj) {
   if (!PyObject_CheckBuffer(obj)) {
     const char* type_name = Py_TYPE(obj)->tp_name;

@@ -337,6 +337,9 @@ inline bool NormalizeAxisIndex(const BufferView& view, int axis, int64_t* index)
 // The element type an object's buffer (or torch tensor) holds, kNone if it
 // has none ppy reads; never raises.
 ElemType ElemTypeOfObject(PyObject* obj);
+// Whether obj exports elements at all: a buffer exporter or a torch tensor
+// (of any element type, ppy's or not).
+bool ExportsElements(PyObject* obj);
 
 // Sets a view's shape, strides, length and offset bounds (see BufferView);
 // false with BufferError set if its offsets would not fit 64 bits.
