@@ -875,6 +875,7 @@ bool AcquireTorchTensor(PyObject* obj, const FunctionCode& fn, const Param& para
   if (count != length) return fail("has a shape that disagrees with numel()");
   view->elem = elem;
   view->exporter = Exporter::kTorch;
+  view->shapeless = false;
   view->readonly = false;
   view->owner = obj;
   return true;
