@@ -1494,6 +1494,15 @@ class CodeGen {
     }
   }
 
+  // Whether the access at pc is buf[counter] of the loop at `header`, with
+  // the index the counter itself (no base, no index computed in the loop),
+  // checked by that loop's guard.
+  bool GuardedAtCounter(int pc, int header) const {
+    auto access = access_loop_.find(pc);
+    return access != access_loop_.end() && access->second == header && access_base_.at(pc) < 0 &&
+           access_base_def_.at(pc) < 0 && !access_index_def_.count(pc);
+  }
+
   // A loop whose whole body is one store of a constant to buf[counter],
   // `for i in range(2, n): flags[i] = 1` (and the checked access the loop's
   // guard proved), fills bytes: a byte buffer with the value's byte, or any
@@ -1503,9 +1512,7 @@ class CodeGen {
     if (loop.down || end != loop.header + 1 || targets_[end]) return std::nullopt;
     const int pc = loop.header;
     const Instr& in = fn_.code[pc];
-    auto access = access_loop_.find(pc);
-    if (access == access_loop_.end() || access->second != loop.header || access_base_.at(pc) >= 0) return std::nullopt;
-    if (access_base_def_.at(pc) >= 0 || access_index_def_.count(pc)) return std::nullopt;
+    if (!GuardedAtCounter(pc, loop.header)) return std::nullopt;
     const ElemType elem = fn_.registers[in.a].elem;
     switch (in.op) {
       case Op::STORE_I:
@@ -1535,9 +1542,7 @@ class CodeGen {
     const int pc = loop.header;
     const Instr& load = fn_.code[pc];
     const Instr& add = fn_.code[pc + 1];
-    auto access = access_loop_.find(pc);
-    if (load.op != Op::LOAD_I || access == access_loop_.end() || access->second != loop.header) return std::nullopt;
-    if (access_base_.at(pc) >= 0 || access_base_def_.at(pc) >= 0 || access_index_def_.count(pc)) return std::nullopt;
+    if (load.op != Op::LOAD_I || !GuardedAtCounter(pc, loop.header)) return std::nullopt;
     if (!ElementRange(fn_.registers[load.b].elem) || add.op != Op::ADD_I) return std::nullopt;
     const int element = load.a, acc = add.b == element ? add.c : add.b;
     if ((add.b == element) == (add.c == element) || add.a != acc || acc == loop.counter || acc == loop.limit ||

@@ -508,8 +508,8 @@ bool LoadIntElement(const BufferView& view, int64_t index, int64_t* out) {
     case ElemType::kI8: *out = reinterpret_cast<const int8_t*>(p)[index]; return true;
     case ElemType::kU32: *out = reinterpret_cast<const uint32_t*>(p)[index]; return true;
     case ElemType::kU16: *out = reinterpret_cast<const uint16_t*>(p)[index]; return true;
-    case ElemType::kU8: *out = reinterpret_cast<const uint8_t*>(p)[index]; return true;
-    case ElemType::kBool: *out = reinterpret_cast<const uint8_t*>(p)[index]; return true;  // (0 or 1: numpy's and struct's bools)
+    case ElemType::kU8:
+    case ElemType::kBool: *out = reinterpret_cast<const uint8_t*>(p)[index]; return true;  // (a bool: 0 or 1)
     case ElemType::kU64: return ReadU64Slow(view, index, out);
     default: return false;
   }
@@ -640,19 +640,21 @@ const char* RoleOf(const Param& param) { return param.is_local ? "local" : "argu
 
 namespace {
 bool TorchElemType(PyObject* obj, ElemType* elem);
+
+// A torch tensor (or parameter), which has no buffer export: ppy reads its
+// memory itself (AcquireTorchTensor).
+bool IsTorchTensor(PyObject* obj) {
+  const char* type_name = Py_TYPE(obj)->tp_name;
+  return std::strcmp(type_name, "Tensor") == 0 || std::strcmp(type_name, "Parameter") == 0;
+}
 }  // namespace
 
-bool ExportsElements(PyObject* obj) {
-  const char* type_name = Py_TYPE(obj)->tp_name;
-  return PyObject_CheckBuffer(obj) || std::strcmp(type_name, "Tensor") == 0 || std::strcmp(type_name, "Parameter") == 0;
-}
+bool ExportsElements(PyObject* obj) { return PyObject_CheckBuffer(obj) || IsTorchTensor(obj); }
 
 ElemType ElemTypeOfObject(PyObject* obj) {
   if (!PyObject_CheckBuffer(obj)) {
-    const char* type_name = Py_TYPE(obj)->tp_name;
     ElemType elem = ElemType::kNone;
-    if ((std::strcmp(type_name, "Tensor") == 0 || std::strcmp(type_name, "Parameter") == 0) &&
-        !TorchElemType(obj, &elem)) {
+    if (IsTorchTensor(obj) && !TorchElemType(obj, &elem)) {
       PyErr_Clear();
     }
     return elem;
@@ -670,12 +672,10 @@ ElemType ElemTypeOfObject(PyObject* obj) {
 bool AcquireBuffer(PyObject* obj, const FunctionCode& fn, const Param& param, Py_buffer* raw, BufferView* view) {
   raw->obj = nullptr;
   if (!PyObject_CheckBuffer(obj)) {
-    const char* type_name = Py_TYPE(obj)->tp_name;
-    if (std::strcmp(type_name, "Tensor") == 0 || std::strcmp(type_name, "Parameter") == 0) {
-      return AcquireTorchTensor(obj, fn, param, view);
-    }
+    if (IsTorchTensor(obj)) return AcquireTorchTensor(obj, fn, param, view);
     PyErr_Format(PyExc_TypeError, "%s() %s '%s' must be %s, not %.200s (it has no buffer interface)",
-                 fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem, param.ndim).c_str(), type_name);
+                 fn.name.c_str(), RoleOf(param), param.name.c_str(), AnnotationOf(param.elem, param.ndim).c_str(),
+                 Py_TYPE(obj)->tp_name);
     return false;
   }
   // Any strides: a view the exporter describes by shape and strides (no
