@@ -88,6 +88,27 @@ def test_check_reports_every_type_error_with_a_caret(runner, tmp_path):
     assert lines[1:3] == ["    3 |     total += 0.5", "      |     ^~~~~~~~~~~~"]
 
 
+def test_check_says_a_bool_element_takes_a_bool(runner, tmp_path):
+    # numpy would store an int's truth, a '?' memoryview refuses it: ppy
+    # refuses it before the call, and says what to write.
+    path = _write(tmp_path, "masks.ppy", """\
+        from ppy import Buffer
+
+        def f(m: Buffer[bool], x: int) -> None:
+            m[0] = x
+            m[1] += 1
+            m[2] = x > 0
+        """)
+    result = runner.ppy("check", path)
+    assert result.returncode == 1
+    errors = [line for line in result.stdout.splitlines() if ": error: " in line]
+    hint = "(a bool element takes a bool: `x != 0`)"
+    assert errors == [
+        f"{path}:4:12: error: cannot store int into Buffer[bool] {hint}",
+        f"{path}:5:5: error: cannot store int into Buffer[bool] {hint}",
+    ]
+
+
 def test_check_verbose_lists_tiers_and_fallback_reasons(runner, tmp_path):
     path = _write(tmp_path, "mixed.ppy", """\
         def fast(x: int) -> int:
