@@ -151,6 +151,8 @@ enum class FloatOp : uint8_t { kAdd, kSub, kMul };
   void BranchBit(const Int& mask, const Int& bit, bool set, const Label& target);                      \
   void BranchSignsAgree(const Int& a, const Int& b, const Label& target);                              \
   void BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target);               \
+  /* if a == 0.0 (either sign; not a NaN) then goto target */                                          \
+  void BranchFloatZero(const Float& a, const Label& target);                                           \
   void SetInt(IntCond cond, const Int& dst, const Int& a, const Int& b);                               \
   void SetFloat(FloatCond cond, const Int& dst, const Float& a, const Float& b);                       \
                                                                                                        \

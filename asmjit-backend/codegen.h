@@ -2535,7 +2535,7 @@ class CodeGen {
       const Int& length = binned.store ? store_length_[binned.buffer] : length_[binned.buffer];
       b_.BranchInt(binned.inclusive ? IntCond::kGe : IntCond::kGt, I(binned.bound), length, Exit());
     }
-    for (int reg : loop.nonzero_floats) b_.BranchFloat(FloatCond::kEq, F(reg), Zero(), Exit());
+    for (int reg : loop.nonzero_floats) b_.BranchFloatZero(F(reg), Exit());
     for (int reg : loop.nonzero_ints) b_.BranchIntImm(IntCond::kEq, I(reg), 0, Exit());
     for (int reg : loop.exact_doubles) {
       RequireExactDouble(I(reg));
@@ -4597,12 +4597,12 @@ class CodeGen {
           b_.FMul(F(a), F(bb), FloatOf(1.0 / *divisor));
           break;
         }
-        if (nonzero_checked_[pc_] && !nonzero_floats_.count(c)) b_.BranchFloat(FloatCond::kEq, F(c), Zero(), Exit());
+        if (nonzero_checked_[pc_] && !nonzero_floats_.count(c)) b_.BranchFloatZero(F(c), Exit());
         b_.FDiv(F(a), F(bb), F(c));
         break;
       case Op::FLOORDIV_F:
       case Op::MOD_F: {
-        if (nonzero_checked_[pc_]) b_.BranchFloat(FloatCond::kEq, F(c), Zero(), Exit());
+        if (nonzero_checked_[pc_]) b_.BranchFloatZero(F(c), Exit());
         size_t offset = in.op == Op::FLOORDIV_F ? offsetof(JitHelpers, floor_div) : offsetof(JitHelpers, mod);
         Float r = b_.CallFloatHelper(Helpers(), HelperOffset(offset), {F(bb), F(c)});
         b_.Mov(F(a), r);
@@ -4660,7 +4660,7 @@ class CodeGen {
         // A zero divisor leaves for the interpreter, which raises CPython's error.
         Label nonzero = b_.NewLabel();
         b_.BranchFloat(FloatCond::kNe, F(c), Zero(), nonzero);
-        b_.BranchFloat(FloatCond::kEq, F(c + 1), Zero(), Exit());
+        b_.BranchFloatZero(F(c + 1), Exit());
         b_.Bind(nonzero);
         std::initializer_list<Float> args = {F(bb), F(bb + 1), F(c), F(c + 1)};
         Float real = b_.CallFloatHelper(Helpers(), HelperOffset(offsetof(JitHelpers, complex_quot_real)), args);

@@ -381,6 +381,11 @@ void A64Backend::BranchSignsAgree(const Int& a, const Int& b, const Label& targe
   cc_.b(IntCondition(IntCond::kGe), target);
 }
 
+void A64Backend::BranchFloatZero(const Float& a, const Label& target) {
+  cc_.fcmp(a, asmjit::Imm(0));  // `fcmp d, #0.0`: equal for either zero, unordered for a NaN
+  cc_.b(CondCode::kEQ, target);
+}
+
 void A64Backend::BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target) {
   cc_.fcmp(a, b);
   cc_.b(FloatCondition(cond), target);

@@ -458,6 +458,16 @@ void X86Backend::BranchSignsAgree(const Int& a, const Int& b, const Label& targe
   cc_.jns(target);
 }
 
+void X86Backend::BranchFloatZero(const Float& a, const Label& target) {
+  // The bits shifted left by one (past the sign) are zero only for +0.0 and
+  // -0.0: a move, an add and a branch, with no zero to make and no parity
+  // test for a NaN.
+  Int bits = NewInt();
+  cc_.movq(bits, a);
+  cc_.add(bits, bits);
+  cc_.jz(target);
+}
+
 void X86Backend::BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target) {
   // ucomisd sets ZF, PF and CF all for an unordered pair. "Above" and "above or
   // equal" are false then, so a < b is tested as b > a.

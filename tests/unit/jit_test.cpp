@@ -769,6 +769,71 @@ def scatter(out: Buffer[int], n: int, stride: int, j: int) -> int:
   }
 }
 
+// Inner loops of a run-time trip count run four iterations per pass
+// (EmitPartialPass): every count of leftover iterations, the counter read as
+// a value in each copy, a strided access, an inlined callee given the
+// counter, and exits in each copy of a pass (a zero divisor of either sign,
+// an int that outgrows 64 bits), with the stores up to there.
+TEST_F(Jit, PartiallyUnrolledLoopsAgreeWithTheInterpreter) {
+  auto compiled = Compile(R"(
+from ppy import Buffer, f32
+def entry(i: int, j: int) -> float:
+    return 1.0 / ((i + j) * (i + j + 1) // 2 + i + 1)
+def counters(out: Buffer[int], start: int, stop: int) -> int:
+    total: int = 0
+    for i in range(start, stop):
+        out[i - start] = i * i % 7 + i
+        total += i * 3
+    return total
+def column(b: Buffer[f32], n: int, j: int) -> float:
+    acc: float = 0.0
+    for k in range(n):
+        acc += b[k * n + j] * b[k]
+    return acc
+def row(u: Buffer[float], i: int, n: int) -> float:
+    acc: float = 0.0
+    for j in range(n):
+        acc += entry(i, j) * u[j]
+    return acc
+def ratios(x: Buffer[float], y: Buffer[float], out: Buffer[float], n: int) -> int:
+    for i in range(n):
+        out[i] = x[i] / y[i]
+    return n
+def grow(x: Buffer[int], n: int) -> int:
+    acc: int = 1
+    for i in range(n):
+        acc = acc * x[i] + i
+    return acc
+)");
+  for (int64_t stop = -3; stop <= 14; ++stop) {
+    BorrowedArray o1("q", "[0] * 20"), o2("q", "[0] * 20");
+    auto [interpreted, machine] = BothWaysOnCopies(*compiled, "counters", {o1.value(), IntValue(-3), IntValue(stop)},
+                                                   {o2.value(), IntValue(-3), IntValue(stop)});
+    EXPECT_EQ(interpreted, machine) << stop;
+    EXPECT_EQ(o1.contents(), o2.contents()) << stop;
+  }
+  for (int64_t n : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+    BorrowedArray b("f", "[float(k % 5) - 1.5 for k in range(100)]");
+    ExpectSame(*compiled, "column", {b.value(), IntValue(n), IntValue(n > 0 ? n - 1 : 0)});
+    BorrowedArray u("d", "[1.0 / (k + 1) for k in range(9)]");
+    ExpectSame(*compiled, "row", {u.value(), IntValue(n), IntValue(n)});
+  }
+  for (int zero = 0; zero < 9; ++zero) {
+    const std::string y = std::string("[") + (zero % 2 ? "-0.0" : "0.0") + " if k == " + std::to_string(zero) +
+                          " else 1.5 + k for k in range(9)]";
+    BorrowedArray x("d", "[k * 0.5 for k in range(9)]"), y1("d", y), o1("d", "[0.0] * 9"), o2("d", "[0.0] * 9");
+    auto [interpreted, machine] =
+        BothWaysOnCopies(*compiled, "ratios", {x.value(), y1.value(), o1.value(), IntValue(9)},
+                         {x.value(), y1.value(), o2.value(), IntValue(9)});
+    EXPECT_EQ(interpreted, machine) << zero;
+    EXPECT_EQ(o1.contents(), o2.contents()) << zero;
+  }
+  for (int64_t n : {30, 38, 39, 40, 41, 42, 43, 44}) {
+    BorrowedArray x("q", "[3] * 50");
+    ExpectSame(*compiled, "grow", {x.value(), IntValue(n)});
+  }
+}
+
 // A float64 element only the next add, subtract or multiply reads is that
 // instruction's operand (FindLoadsIntoArithmetic): as either operand of an
 // add or multiply, as a subtrahend, beside a minuend loaded as usual, by
