@@ -219,6 +219,7 @@ class CodeGen {
     FindCommonSubexpressions();
     FindFoldedOffsets();
     FindLoadsIntoArithmetic();
+    FindLoadsIntoResults();
     FindRangeTests();
     FindMembershipChains();
     FindExactConversions();
@@ -640,25 +641,83 @@ class CodeGen {
   // overflow exit loads it for the interpreter (AddOrSubElement). The load
   // keeps its checks where it was; only the element's read moves
   // (LoadElementTo leaves it pending, the arithmetic takes it).
+  //
+  // A float64 element may also wait past one float add, subtract or
+  // multiply that does not touch its register (passes_pending_): `s[q] +=
+  // dx * m` loads s[q] before the multiply, and the add takes it. Such
+  // arithmetic cannot leave, so no exit needs the register in between; and
+  // where its result dies at the add, it is computed into the add's result
+  // register (arithmetic_into_results_), so that the add is one `addsd r,
+  // [element]` with no copy before it.
   void FindLoadsIntoArithmetic() {
     const int n = static_cast<int>(fn_.code.size());
     loads_into_arithmetic_.assign(n, false);
+    passes_pending_.assign(n, false);
+    arithmetic_into_results_.assign(n, -1);
+    auto pure_float = [](Op op) { return op == Op::ADD_F || op == Op::SUB_F || op == Op::MUL_F; };
     for (int pc = 0; pc + 2 < n; ++pc) {
       const Instr& load = fn_.code[pc];
-      const Instr& use = fn_.code[pc + 1];
       bool is_float;
       switch (load.op) {
         case Op::LOAD_F64: case Op::LOAD_F: case Op::LOADX_F64: case Op::LOADN_F: is_float = true; break;
         case Op::LOAD_I64: case Op::LOAD_I: case Op::LOADX_I64: case Op::LOADN_I: is_float = false; break;
         default: continue;
       }
-      const ElemType elem = fn_.registers[load.b].elem;
-      if (elem != (is_float ? ElemType::kF64 : ElemType::kI64) || targets_[pc + 1] || same_as_[pc + 1] >= 0) continue;
       const int r = load.a;
+      int at = pc + 1;  // the arithmetic that takes the element
+      const Instr& between = fn_.code[pc + 1];
+      const Instr& next = fn_.code[pc + 2];
+      if (is_float && pc + 3 < n && pure_float(between.op) && between.a != r && between.b != r && between.c != r &&
+          !targets_[pc + 1] && same_as_[pc + 1] < 0 && (next.b == between.a || next.c == between.a)) {
+        at = pc + 2;
+      }
+      const Instr& use = fn_.code[at];
+      const ElemType elem = fn_.registers[load.b].elem;
+      if (elem != (is_float ? ElemType::kF64 : ElemType::kI64) || targets_[at] || same_as_[at] >= 0) continue;
       const bool commutes = is_float ? use.op == Op::ADD_F || use.op == Op::MUL_F : use.op == Op::ADD_I;
       if (!commutes && use.op != (is_float ? Op::SUB_F : Op::SUB_I)) continue;
-      if (use.b == use.c || live_in_[pc + 2][r] || (!is_float && use.a == r)) continue;
+      if (use.b == use.c || live_in_[at + 1][r] || (!is_float && use.a == r)) continue;
       loads_into_arithmetic_[pc] = use.c == r || (commutes && use.b == r);
+      if (!loads_into_arithmetic_[pc] || at == pc + 1) continue;
+      passes_pending_[pc + 1] = true;
+      const int product = between.a;  // into the add's result, if it dies there and the multiply reads no result
+      // (A later repeat of the product copies its register, which must hold it: copied_from_.)
+      if (use.a != r && use.a != product && use.a != between.b && use.a != between.c && !live_in_[at + 1][product] &&
+          !copied_from_.count(product)) {
+        arithmetic_into_results_[pc + 1] = use.a;
+      }
+    }
+  }
+
+  // A float element loaded as the first operand of arithmetic that takes
+  // the next element as its memory operand (FindLoadsIntoArithmetic): `dx =
+  // s[p] - s[q]`. In its own register the first element needs a copy into
+  // the result's before the two-operand instruction (x86-64: movapd, then
+  // `subsd dx, [s[q]]`), and asmjit's allocator cannot give both one
+  // register: the element's is a temporary the body writes again while dx
+  // lives. Loaded into the result's register instead, it needs none
+  // (Instruction aliases the two for the three instructions). Only where
+  // nothing else reads the element's register (it dies at the arithmetic)
+  // and neither load can leave, so that no exit or out-of-line path needs
+  // the register's own.
+  void FindLoadsIntoResults() {
+    const int n = static_cast<int>(fn_.code.size());
+    loads_into_results_.assign(n, -1);
+    auto float_load = [](Op op) {
+      return op == Op::LOAD_F64 || op == Op::LOAD_F || op == Op::LOADX_F64 || op == Op::LOADN_F;
+    };
+    for (int pc = 0; pc + 3 < n; ++pc) {
+      const Instr& load = fn_.code[pc];
+      const Instr& use = fn_.code[pc + 2];
+      if (!float_load(load.op) || !loads_into_arithmetic_[pc + 1] || loads_into_arithmetic_[pc]) continue;
+      if (passes_pending_[pc + 2]) continue;  // (the element's taker is further on)
+      if (targets_[pc + 1] || targets_[pc + 2] || same_as_[pc + 2] >= 0 || MayExit(pc) || MayExit(pc + 1)) continue;
+      const int first = load.a, second = fn_.code[pc + 1].a;
+      const bool commutes = use.op == Op::ADD_F || use.op == Op::MUL_F;
+      if (!commutes && use.op != Op::SUB_F) continue;
+      const bool operands = (use.b == first && use.c == second) || (commutes && use.c == first && use.b == second);
+      if (!operands || use.a == first || use.a == second || live_in_[pc + 3][first] || copied_from_.count(first)) continue;
+      loads_into_results_[pc] = use.a;
     }
   }
 
@@ -1098,7 +1157,8 @@ class CodeGen {
   //
   // A partially unrolled loop's copy (EmitPartialPass) is `partial`: the
   // counter's value is unknown there, its register holds the value of the
-  // pass's first copy, and the copy's value is that plus `trip`.
+  // pass's first copy, and the copy's value is that plus `trip` (minus the
+  // copy's number, in a loop counting down).
   struct UnrolledCopy {
     int counter = -1;
     int64_t value = 0;
@@ -1468,22 +1528,23 @@ class CodeGen {
     return static_cast<int>(trips);
   }
 
-  // Inner loops of a trip count known only at run time run partially
-  // unrolled: a pass runs `copies` iterations, the body once per iteration
-  // with no back edge between them (EmitPartialPass), and the iterations a
-  // chunk leaves over run the body alone. What a pass saves per iteration is
-  // the loop's own work, the decrement and branch of its chunk and the
-  // counter's increment (an access by the counter adds the copy's trip to
-  // its address, as a fully unrolled copy does), which in a short body is a
-  // good part of it: gcc -O2 takes 25% less time on the suite's matmul with
-  // -funroll-loops, 15% on its spectral norm. Only a body of straight-line
+  // Inner loops of a trip count known only at run time (counting up, or
+  // down by one) run partially unrolled: a pass runs `copies` iterations,
+  // the body once per iteration with no back edge between them
+  // (EmitPartialPass), and the iterations a chunk leaves over run the body
+  // alone. What a pass saves per iteration is the loop's own work, the
+  // decrement and branch of its chunk and the counter's step (an access by
+  // the counter adds the copy's trip to its address, as a fully unrolled
+  // copy does), which in a short body is a good part of it: gcc -O2 takes
+  // 25% less time on the suite's matmul with -funroll-loops, 15% on its
+  // spectral norm. Only a body of straight-line
   // code machine code covers, whose calls run inline: a branch in it would
   // need labels per copy, and a real call costs much more than a back edge.
   // Returns the iterations per pass, or 0 to keep the loop as it is.
   int PartialCopies(const CountedLoop& loop, int end) const {
     constexpr int kCopies = 4;
     constexpr int kMaxWeight = 32;  // the body's instructions (an inlined callee's own), per copy
-    if (loop.down || targets_[end]) return 0;
+    if (targets_[end]) return 0;
     int weight = 0;
     for (int pc = loop.header; pc < end; ++pc) {
       const Instr& in = fn_.code[pc];
@@ -2602,8 +2663,9 @@ class CodeGen {
     b_.BranchIntImm(IntCond::kLt, loop.left, copies, loop.single);
     b_.AlignLoop();
     b_.Bind(pass);
+    const int step = loop.down ? -1 : 1;
     for (int trip = 0; trip < copies; ++trip) {
-      EnterCopy({loop.counter, 0, trip, true});
+      EnterCopy({loop.counter, 0, trip * step, true});
       for (pc_ = loop.header; pc_ < end; ++pc_) {
         depth_marks_[b_.compiler().cursor()] = depth_[pc_];
         Instruction(fn_.code[pc_]);
@@ -2616,7 +2678,7 @@ class CodeGen {
     EnterCopy({});
     copy_offset_ = {-1, 0};
     pc_ = loop.header;
-    b_.AddImm(ints_[loop.counter], ints_[loop.counter], copies);
+    b_.AddImm(ints_[loop.counter], ints_[loop.counter], copies * step);
     b_.AddImm(loop.left, loop.left, -copies);
     b_.BranchIntImm(IntCond::kGe, loop.left, copies, pass);
     b_.BranchIntImm(IntCond::kEq, loop.left, 0, loop.chunk_end);
@@ -3053,7 +3115,12 @@ class CodeGen {
     Label end = b_.NewLabel();
     b_.AddImm(I(a), I(a), -1);
     if (loop.left.isValid()) {
-      b_.DecrementAndBranchPositive(loop.left, loop.body);
+      if (partial_.count(loop.header)) {  // (EmitPartialPass)
+        b_.DecrementAndBranchPositive(loop.left, loop.single);
+        b_.Bind(loop.chunk_end);
+      } else {
+        b_.DecrementAndBranchPositive(loop.left, loop.body);
+      }
       BranchCompare(IntCond::kLe, a, bb, end);
       ChunkStart(loop, ExitAt(loop.header));  // a chunk ended before the loop did: ticks_ is 0
       b_.Jump(loop.body);
@@ -3537,7 +3604,7 @@ class CodeGen {
   // counter's value is its register plus the trip: each use gets a fresh
   // register set to that.
   Int I(int reg) const {
-    if (copy_.partial && reg == copy_.counter && copy_.trip > 0) {
+    if (copy_.partial && reg == copy_.counter && copy_.trip != 0) {
       Int value = b_.NewInt();
       b_.AddImm(value, ints_[reg], static_cast<int32_t>(copy_.trip));
       return value;
@@ -4243,7 +4310,7 @@ class CodeGen {
   // Emits the instruction at pc_, then records what it tells about the
   // ranges of the registers it wrote (a jump target forgets them all).
   void Instruction(const Instr& in) {
-    if (pending_element_.reg >= 0 && !TakesPendingElement(in)) LoadPendingElement();
+    if (pending_element_.reg >= 0 && !TakesPendingElement(in) && !passes_pending_[pc_]) LoadPendingElement();
     deferred_load_ = pc_ < static_cast<int>(loads_into_arithmetic_.size()) && loads_into_arithmetic_[pc_] ? in.a : -1;
     if (targets_[pc_]) {
       ranges_.clear();
@@ -4253,9 +4320,20 @@ class CodeGen {
     // Offsets folded into this emission's addresses, not an earlier one's
     // of the same pc (an unrolled copy's).
     sum_offset_ = copy_offset_ = {-1, 0};
+    // (FindLoadsIntoResults: until the arithmetic two on; FindLoadsIntoArithmetic:
+    // until the next.)
+    if (aliased_.until < 0 && (loads_into_results_[pc_] >= 0 || arithmetic_into_results_[pc_] >= 0)) {
+      const bool load = loads_into_results_[pc_] >= 0;
+      aliased_ = {in.a, floats_[in.a], pc_ + (load ? 2 : 1)};
+      floats_[in.a] = floats_[load ? loads_into_results_[pc_] : arithmetic_into_results_[pc_]];
+    }
     Emit(in);
     NoteRanges(in);
     deferred_load_ = -1;
+    if (aliased_.until == pc_) {
+      floats_[aliased_.reg] = aliased_.own;
+      aliased_.until = -1;
+    }
   }
 
   // An unchecked ADD_I a, y, z whose sum only the next instruction reads, an
@@ -4574,7 +4652,7 @@ class CodeGen {
           else b_.Mov(F(a), F(same_as_[pc_]));
           break;
         }
-        if (pending_element_.reg >= 0) {  // the element is the operand (TakesPendingElement)
+        if (pending_element_.reg >= 0 && !passes_pending_[pc_]) {  // the element is the operand (TakesPendingElement)
           const PendingElement p = std::exchange(pending_element_, PendingElement());
           const FloatOp op = in.op == Op::ADD_F ? FloatOp::kAdd : in.op == Op::SUB_F ? FloatOp::kSub : FloatOp::kMul;
           b_.FArithElement(op, F(a), F(p.reg == c ? bb : c), p.data, p.index, p.offset);
@@ -5081,6 +5159,14 @@ class CodeGen {
   std::set<int> sign_free_floats_;           // float registers known >= 0 or NaN here (see NoteRanges)
   std::vector<int> same_as_;                 // per pc: the register holding what it computes already, or -1
   std::vector<bool> loads_into_arithmetic_;  // per pc: its element is the next instruction's operand
+  std::vector<int> loads_into_results_;      // per pc: the float register a load writes instead, or -1
+  std::vector<bool> passes_pending_;         // per pc: float arithmetic a pending element waits past
+  std::vector<int> arithmetic_into_results_;  // per pc: the float register that arithmetic writes instead, or -1
+  struct Aliased {
+    int reg = -1;
+    Float own;        // reg's own virtual register, while it shares another's
+    int until = -1;   // the pc after whose instruction it gets it back
+  } aliased_;
   struct RangeTest {
     int c;              // the register tested
     int64_t low, high;  // the range, low < high

@@ -459,13 +459,11 @@ void X86Backend::BranchSignsAgree(const Int& a, const Int& b, const Label& targe
 }
 
 void X86Backend::BranchFloatZero(const Float& a, const Label& target) {
-  // The bits shifted left by one (past the sign) are zero only for +0.0 and
-  // -0.0: a move, an add and a branch, with no zero to make and no parity
-  // test for a NaN.
-  Int bits = NewInt();
-  cc_.movq(bits, a);
-  cc_.add(bits, bits);
-  cc_.jz(target);
+  // (Not `movq bits, a; add bits, bits; jz`: where the allocator spills a,
+  // asmjit rewrites that movq into a load into an xmm register.)
+  Float zero = NewFloat();
+  FloatFromBits(zero, 0);
+  BranchFloat(FloatCond::kEq, a, zero, target);
 }
 
 void X86Backend::BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target) {

@@ -804,6 +804,12 @@ def grow(x: Buffer[int], n: int) -> int:
     for i in range(n):
         acc = acc * x[i] + i
     return acc
+def differences(x: Buffer[int], top: int, out: Buffer[int]) -> int:
+    check: int = 0
+    for i in range(top, 0, -1):
+        check += x[i] - x[i - 1]
+        out[i] = check * i
+    return check
 )");
   for (int64_t stop = -3; stop <= 14; ++stop) {
     BorrowedArray o1("q", "[0] * 20"), o2("q", "[0] * 20");
@@ -832,6 +838,18 @@ def grow(x: Buffer[int], n: int) -> int:
     BorrowedArray x("q", "[3] * 50");
     ExpectSame(*compiled, "grow", {x.value(), IntValue(n)});
   }
+  // Counting down: the copies' elements and values below the counter's, and
+  // an index past the end. (Ints that outgrow 64 bits there: program 185,
+  // which runs with the Python hook that grows them.)
+  for (int64_t top : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}) {
+    for (const char* values : {"[k * k - 7 * k for k in range(11)]", "[(-1) ** k * 2**40 for k in range(11)]"}) {
+      BorrowedArray x("q", values), o1("q", "[0] * 11"), o2("q", "[0] * 11");
+      auto [interpreted, machine] = BothWaysOnCopies(*compiled, "differences", {x.value(), IntValue(top), o1.value()},
+                                                     {x.value(), IntValue(top), o2.value()});
+      EXPECT_EQ(interpreted, machine) << top << values;
+      EXPECT_EQ(o1.contents(), o2.contents()) << top << values;
+    }
+  }
 }
 
 // A float64 element only the next add, subtract or multiply reads is that
@@ -853,6 +871,52 @@ def mixed(a: Buffer[float], b: Buffer[float], n: int, shift: int) -> float:
   for (auto [n, shift] : std::vector<std::pair<int64_t, int64_t>>{{6, 0}, {4, 2}, {5, 2}, {0, 1}, {3, -3}, {3, -9}}) {
     BorrowedArray a("d", "[k * 0.75 - 3.0 for k in range(6)]"), b("d", "[1.5 - k * 0.5 for k in range(6)]");
     ExpectSame(*compiled, "mixed", {a.value(), b.value(), IntValue(n), IntValue(shift)});
+  }
+}
+
+// Elements loaded into the result's register (FindLoadsIntoResults: `dx =
+// s[p] - s[q]`), and elements that wait past a multiply whose product goes
+// straight into the add's result (`s[q] += dx * m`): with f32 and f64
+// firsts, products and differences read again later (a repeated product
+// copies the first's register), results that are an operand of the
+// multiply, subtrahends, and indexes past the end.
+TEST_F(Jit, ElementsLoadedIntoResults) {
+  auto compiled = Compile(R"(
+from ppy import Buffer, f32
+def pairs(s: Buffer[float], m: Buffer[float], n: int, shift: int) -> float:
+    total: float = 0.0
+    for j in range(1, n):
+        dx: float = s[0] - s[j]
+        dy: float = s[1] - s[j + shift]
+        w: float = m[j] * dx
+        total += dx * dy + w
+        s[j] += dx * w
+        s[0] -= dx * w
+        s[j - 1] = dy * w - s[j]
+        w = s[j] + w * dy
+        total = m[j] - total * w
+        total = total * dy + m[j - 1]
+    return total
+def narrow(a: Buffer[f32], b: Buffer[float], n: int) -> float:
+    acc: float = 0.0
+    for i in range(n):
+        d: float = a[i] - b[i]
+        e: float = a[i] * b[i]
+        acc += d * e
+    return acc
+)");
+  for (auto [n, shift] : std::vector<std::pair<int64_t, int64_t>>{{6, 0}, {6, 1}, {7, 1}, {2, 0}, {5, -1}, {8, 0}}) {
+    BorrowedArray s1("d", "[k * 0.75 - 3.0 for k in range(8)]"), s2("d", "[k * 0.75 - 3.0 for k in range(8)]"),
+        m("d", "[1.5 - k * 0.25 for k in range(8)]");
+    auto [interpreted, machine] =
+        BothWaysOnCopies(*compiled, "pairs", {s1.value(), m.value(), IntValue(n), IntValue(shift)},
+                         {s2.value(), m.value(), IntValue(n), IntValue(shift)});
+    EXPECT_EQ(interpreted, machine) << n << " " << shift;
+    EXPECT_EQ(s1.contents(), s2.contents()) << n << " " << shift;
+  }
+  for (int64_t n : {0, 1, 3, 5, 6, 7}) {
+    BorrowedArray a("f", "[k * 0.5 - 1.0 for k in range(6)]"), b("d", "[2.0 - k * 0.375 for k in range(6)]");
+    ExpectSame(*compiled, "narrow", {a.value(), b.value(), IntValue(n)});
   }
 }
 
