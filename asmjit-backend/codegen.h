@@ -2161,6 +2161,11 @@ class CodeGen {
       else overflow ? b_.AddCheckedImm(dst, I(x), *k, *overflow) : b_.AddImm(dst, I(x), *k);
       return;
     }
+    if (!overflow && in.op == Op::ADD_I && (OffsetOf(in.b) != 0 || OffsetOf(in.c) != 0)) {
+      // (b + t) + c is one add of b, c and t: `lea d, [b + c + t]`.
+      b_.AddPlusImm(dst, ints_[in.b], ints_[in.c], OffsetOf(in.b) + OffsetOf(in.c));
+      return;
+    }
     switch (in.op) {
       case Op::ADD_I: overflow ? b_.AddChecked(dst, I(in.b), I(in.c), *overflow) : b_.Add(dst, I(in.b), I(in.c)); break;
       case Op::SUB_I: overflow ? b_.SubChecked(dst, I(in.b), I(in.c), *overflow) : b_.Sub(dst, I(in.b), I(in.c)); break;
@@ -3479,9 +3484,12 @@ class CodeGen {
         if (is_float) {
           if (written) b_.Mov(floats_[reg], caller.F(caller.Argument(first_arg + reg)));
           else floats_[reg] = caller.F(caller.Argument(first_arg + reg));
+        } else if (const int arg = caller.Argument(first_arg + reg); !written && caller.OffsetOf(arg) != 0) {
+          ints_[reg] = caller.ints_[arg];  // (the argument's offset stays pending: OffsetOf)
+          param_offsets_[reg] = caller.OffsetOf(arg);
         } else {
-          if (written) b_.Mov(ints_[reg], caller.I(caller.Argument(first_arg + reg)));
-          else ints_[reg] = caller.I(caller.Argument(first_arg + reg));
+          if (written) b_.Mov(ints_[reg], caller.I(arg));
+          else ints_[reg] = caller.I(arg);
         }
         auto range = caller.RangeOf(caller.Argument(first_arg + reg));
         if (range && !written) stable_ranges_[reg] = *range;
@@ -3600,19 +3608,30 @@ class CodeGen {
   // it, so that loops keep their registers for what changes. (Instructions
   // that take an immediate ask Immediate() first.)
   //
-  // In a partially unrolled copy past the first (EmitPartialPass) the
-  // counter's value is its register plus the trip: each use gets a fresh
-  // register set to that.
+  //
+  // A register whose value is its virtual register plus a constant
+  // (OffsetOf: a partially unrolled copy's counter, an inlined callee's
+  // parameter given it) gets a fresh register set to that at each use;
+  // an unchecked add folds the constant instead (EmitArithmetic).
   Int I(int reg) const {
-    if (copy_.partial && reg == copy_.counter && copy_.trip != 0) {
+    if (const int32_t offset = OffsetOf(reg); offset != 0) {
       Int value = b_.NewInt();
-      b_.AddImm(value, ints_[reg], static_cast<int32_t>(copy_.trip));
+      b_.AddImm(value, ints_[reg], offset);
       return value;
     }
     if (!immediate_[reg]) return ints_[reg];
     Int value = b_.NewInt();
     b_.MovImm(value, *immediate_[reg]);
     return value;
+  }
+
+  // What an int register's value is past its virtual register's: in a
+  // partially unrolled copy the counter's trip (EmitPartialPass), in an
+  // inlined callee a parameter's argument's (GenerateInline).
+  int32_t OffsetOf(int reg) const {
+    if (copy_.partial && reg == copy_.counter) return static_cast<int32_t>(copy_.trip);
+    auto it = param_offsets_.find(reg);
+    return it != param_offsets_.end() ? it->second : 0;
   }
 
   // The value of an int register the code knows here (see I(); or one this
@@ -4364,7 +4383,10 @@ class CodeGen {
     const bool fits = sum && static_cast<__int128>(sum->low) + *k >= INT64_MIN &&
                       static_cast<__int128>(sum->high) + *k <= INT64_MAX;
     if (!fits && !within_guard_.count(next_pc)) return false;
-    b_.AddPlusImm(I(next.a), I(in.b), I(in.c), *k);
+    const int64_t total = static_cast<int64_t>(*k) + OffsetOf(in.b) + OffsetOf(in.c);  // (offsets fold: OffsetOf)
+    if (total < INT32_MIN || total > INT32_MAX) return false;
+    b_.AddPlusImm(I(next.a), OffsetOf(in.b) ? ints_[in.b] : I(in.b), OffsetOf(in.c) ? ints_[in.c] : I(in.c),
+                  static_cast<int32_t>(total));
     added_with_previous_ = next_pc;
     return true;
   }
@@ -5213,6 +5235,7 @@ class CodeGen {
   std::map<int, std::pair<int, int64_t>> folded_offsets_;  // access pc -> (index register, constant)
   std::set<int> within_guard_;    // ADD_I/SUB_I/MUL_I pcs an affine access's guard proved free of overflow
   std::map<int, int> deferred_;  // argument register -> the source its move waits with (DeferArgument)
+  std::map<int, int32_t> param_offsets_;  // an inlined callee's parameter -> its argument's offset (OffsetOf)
   std::map<uint64_t, Float> float_constants_;  // inlined callees' float constants, by bits (LoadRegisters)
   bool inline_ = false, falls_into_done_ = false;
   Label inline_fallback_, inline_done_;

@@ -804,6 +804,19 @@ def grow(x: Buffer[int], n: int) -> int:
     for i in range(n):
         acc = acc * x[i] + i
     return acc
+def fixed(u: Buffer[float]) -> float:
+    acc: float = 0.0
+    for i in range(3):
+        for j in range(37):
+            acc += entry(j, i) * u[j % 9] + entry(i, j)
+    return acc
+def mix(i: int, j: int) -> float:
+    return float(j * 3 - i) + float(j // 2) + float(j + i + 7) + float(i - j)
+def mixes(n: int, i: int) -> float:
+    acc: float = 0.0
+    for j in range(n):
+        acc += mix(i, j) + mix(j, i)
+    return acc
 def differences(x: Buffer[int], top: int, out: Buffer[int]) -> int:
     check: int = 0
     for i in range(top, 0, -1):
@@ -811,6 +824,12 @@ def differences(x: Buffer[int], top: int, out: Buffer[int]) -> int:
         out[i] = check * i
     return check
 )");
+  // The names hold their functions (the version the calls saw): calls of
+  // entry and mix run in place (see InlinedCallsAgreeWithTheInterpreter).
+  auto& module = const_cast<ModuleCode&>(*compiled->function("row").module);
+  uint64_t version = 7;
+  module.versions.globals = &version;
+  for (const auto& fn : module.functions) fn->runtime->globals_version = 7;
   for (int64_t stop = -3; stop <= 14; ++stop) {
     BorrowedArray o1("q", "[0] * 20"), o2("q", "[0] * 20");
     auto [interpreted, machine] = BothWaysOnCopies(*compiled, "counters", {o1.value(), IntValue(-3), IntValue(stop)},
@@ -838,6 +857,22 @@ def differences(x: Buffer[int], top: int, out: Buffer[int]) -> int:
     BorrowedArray x("q", "[3] * 50");
     ExpectSame(*compiled, "grow", {x.value(), IntValue(n)});
   }
+  // An inlined callee given the counter of a copy: its offset folds into
+  // the callee's unchecked adds, and a checked add that overflows leaves
+  // for the real call.
+  BorrowedArray u9("d", "[1.0 / (k + 1) for k in range(9)]");
+  ExpectSame(*compiled, "fixed", {u9.value()});  // (a known trip count: the adds need no check)
+  const FunctionCode& entry = compiled->function("entry");
+  g_tiering.mode = JitMode::kHot;
+  const uint64_t calls = entry.runtime->calls;
+  testing::Call(*compiled, "fixed", {u9.value()});
+  EXPECT_LT(entry.runtime->calls - calls, 10u);  // (run in place, not called)
+  g_tiering.mode = JitMode::kOff;
+  for (int64_t n : {0, 1, 3, 4, 5, 9}) {
+    for (int64_t i : {int64_t{0}, int64_t{-7}, int64_t{1} << 62, INT64_MAX - 9, INT64_MIN + 2}) {
+      ExpectSame(*compiled, "mixes", {IntValue(n), IntValue(i)});
+    }
+  }
   // Counting down: the copies' elements and values below the counter's, and
   // an index past the end. (Ints that outgrow 64 bits there: program 185,
   // which runs with the Python hook that grows them.)
@@ -850,6 +885,7 @@ def differences(x: Buffer[int], top: int, out: Buffer[int]) -> int:
       EXPECT_EQ(o1.contents(), o2.contents()) << top << values;
     }
   }
+  module.versions.globals = nullptr;
 }
 
 // A float64 element only the next add, subtract or multiply reads is that
