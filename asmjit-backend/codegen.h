@@ -1537,10 +1537,10 @@ class CodeGen {
   // the counter adds the copy's trip to its address, as a fully unrolled
   // copy does), which in a short body is a good part of it: gcc -O2 takes
   // 25% less time on the suite's matmul with -funroll-loops, 15% on its
-  // spectral norm. Only a body of straight-line
-  // code machine code covers, whose calls run inline: a branch in it would
-  // need labels per copy, and a real call costs much more than a back edge.
-  // Returns the iterations per pass, or 0 to keep the loop as it is.
+  // spectral norm. Only a body of straight-line code machine code covers,
+  // whose calls run inline: a branch in it would need labels per copy, and
+  // a real call costs much more than a back edge. Returns the iterations
+  // per pass, or 0 to keep the loop as it is.
   int PartialCopies(const CountedLoop& loop, int end) const {
     constexpr int kCopies = 4;
     constexpr int kMaxWeight = 32;  // the body's instructions (an inlined callee's own), per copy
@@ -2654,9 +2654,10 @@ class CodeGen {
   //
   // In the copy for trip t the counter's register keeps the value of the
   // pass's first iteration: an access by the counter adds t elements to
-  // its address (UncheckedIndex), an instruction reading its value gets a
-  // register set to counter + t (I()), and an exit stores that (each copy
-  // has exits of its own). The strength-reduced pointers of strided
+  // its address (UncheckedIndex), an add reading its value folds t into its
+  // constant and any other reader gets a register set to counter + t
+  // (OffsetOf, I()), and an exit stores that (each copy has exits of its
+  // own). The strength-reduced pointers of strided
   // accesses move by their step after each copy, as the back edge moves
   // them; the counter moves by `copies` once per pass. A chunk has at least
   // one iteration, so a pass that leaves none left ended the chunk.
@@ -3607,7 +3608,6 @@ class CodeGen {
   // to the value, which the allocator keeps only as long as that use needs
   // it, so that loops keep their registers for what changes. (Instructions
   // that take an immediate ask Immediate() first.)
-  //
   //
   // A register whose value is its virtual register plus a constant
   // (OffsetOf: a partially unrolled copy's counter, an inlined callee's
