@@ -2633,10 +2633,7 @@ class CodeGen {
     unrolled_loop_ = &loop;
     for (int trip = 0; trip < trips; ++trip) {
       EnterCopy({loop.counter, start + trip, trip});
-      for (pc_ = loop.header; pc_ < end; ++pc_) {
-        depth_marks_[b_.compiler().cursor()] = depth_[pc_];
-        Instruction(fn_.code[pc_]);
-      }
+      EmitCopy(loop.header, end);
     }
     EnterCopy({});
     unrolled_loop_ = nullptr;
@@ -2672,14 +2669,9 @@ class CodeGen {
     const int step = loop.down ? -1 : 1;
     for (int trip = 0; trip < copies; ++trip) {
       EnterCopy({loop.counter, 0, trip * step, true});
-      for (pc_ = loop.header; pc_ < end; ++pc_) {
-        depth_marks_[b_.compiler().cursor()] = depth_[pc_];
-        Instruction(fn_.code[pc_]);
-      }
+      EmitCopy(loop.header, end);
       if (pending_element_.reg >= 0) LoadPendingElement();
-      for (AffineAccess& access : loop.affine) {
-        if (access.strided) b_.Add(access.based, access.based, access.delta);
-      }
+      MoveStridedPointers(loop);
     }
     EnterCopy({});
     copy_offset_ = {-1, 0};
@@ -2690,6 +2682,33 @@ class CodeGen {
     b_.BranchIntImm(IntCond::kEq, loop.left, 0, loop.chunk_end);
     b_.AlignLoop();
     b_.Bind(loop.single);
+  }
+
+  // One copy of an unrolled loop's body, [header, end), as EnterCopy set it.
+  void EmitCopy(int header, int end) {
+    for (pc_ = header; pc_ < end; ++pc_) {
+      depth_marks_[b_.compiler().cursor()] = depth_[pc_];
+      Instruction(fn_.code[pc_]);
+    }
+  }
+
+  // The strength-reduced pointers of a loop's strided accesses move by one
+  // iteration's step (FindStridedAccesses): at the back edge, and after
+  // each copy of a partial pass.
+  void MoveStridedPointers(CountedLoop& loop) {
+    for (AffineAccess& access : loop.affine) {
+      if (access.strided) b_.Add(access.based, access.based, access.delta);
+    }
+  }
+
+  // A chunked loop's back edge (ChunkStart), past the counter's step: on to
+  // the body while the chunk has iterations left, else on to the chunk's end
+  // (a partially unrolled loop's single-iteration body, and the label its
+  // passes jump to when they use the chunk up: EmitPartialPass).
+  void ChunkBackEdge(CountedLoop& loop) {
+    const bool partial = partial_.count(loop.header) > 0;
+    b_.DecrementAndBranchPositive(loop.left, partial ? loop.single : loop.body);
+    if (partial) b_.Bind(loop.chunk_end);
   }
 
   // A filling loop (FillByte) at pc_, its head: the guard (which proved
@@ -3121,12 +3140,7 @@ class CodeGen {
     Label end = b_.NewLabel();
     b_.AddImm(I(a), I(a), -1);
     if (loop.left.isValid()) {
-      if (partial_.count(loop.header)) {  // (EmitPartialPass)
-        b_.DecrementAndBranchPositive(loop.left, loop.single);
-        b_.Bind(loop.chunk_end);
-      } else {
-        b_.DecrementAndBranchPositive(loop.left, loop.body);
-      }
+      ChunkBackEdge(loop);
       BranchCompare(IntCond::kLe, a, bb, end);
       ChunkStart(loop, ExitAt(loop.header));  // a chunk ended before the loop did: ticks_ is 0
       b_.Jump(loop.body);
@@ -4918,16 +4932,9 @@ class CodeGen {
         auto chunked = counted_loops_.find(d);
         if (chunked != counted_loops_.end() && chunked->second.left.isValid()) {
           CountedLoop& loop = chunked->second;
-          for (AffineAccess& access : loop.affine) {
-            if (access.strided) b_.Add(access.based, access.based, access.delta);
-          }
+          MoveStridedPointers(loop);
           b_.AddImm(I(a), I(a), 1);
-          if (partial_.count(d)) {  // (EmitPartialPass)
-            b_.DecrementAndBranchPositive(loop.left, loop.single);
-            b_.Bind(loop.chunk_end);
-          } else {
-            b_.DecrementAndBranchPositive(loop.left, loop.body);
-          }
+          ChunkBackEdge(loop);
           BranchCompare(IntCond::kGe, a, bb, end);
           ChunkStart(loop, ExitAt(loop.header));  // a chunk ended before the loop did: ticks_ is 0
           b_.Jump(loop.body);
