@@ -450,6 +450,8 @@ void Install() {
   const char* specialize = std::getenv("PPY_JIT_SPECIALIZE");
   g_tiering.specialize = specialize != nullptr && std::strcmp(specialize, "0") == 0 ? nullptr : Specialize;
   g_tiering.helpers = &Helpers();
+  const char* unbox = std::getenv("PPY_UNBOX");
+  g_tiering.unbox = unbox == nullptr || std::strcmp(unbox, "0") != 0;
   if (mode == "0" || mode == "off") {
     g_tiering.mode = JitMode::kOff;
   } else if (mode == "eager") {

@@ -202,6 +202,8 @@ inline constexpr int kMaxValueParams = 4;
 // value specialization's (parameters FunctionCode::value_params lists).
 using KnownValues = std::vector<std::pair<int, int64_t>>;
 
+struct UnboxedCode;  // vm/unbox.h
+
 // The per-process runtime state of one function (FunctionCode::runtime): never
 // serialized, never verified, written while the function runs, by any thread.
 struct FunctionRuntime {
@@ -284,6 +286,20 @@ struct FunctionRuntime {
   // Machine code of another function runs this one's code in place of a call
   // (asmjit-backend/codegen.h, InlinableCallee): those calls are not counted.
   std::atomic<bool> jit_inlined{false};
+  // Floats unboxed by speculation (vm/unbox.h), built in this process once
+  // the function is hot, under the GIL (object code holds it). Frames enter
+  // `unboxed` (null: none now); every version built stays alive while the
+  // function does, for the frames that may still run it. A failed guard
+  // marks its pc in unbox_failed and retires the version, and the next
+  // version keeps that instruction as it is, until kMaxUnboxBuilds versions;
+  // unbox_final then says the function keeps what it has.
+  std::atomic<const UnboxedCode*> unboxed{nullptr};
+  std::vector<std::unique_ptr<UnboxedCode>> unboxed_versions;
+  std::vector<bool> unbox_failed;
+  bool unbox_final = false;
+  ShardedCounter unboxed_entries;  // frames that ran it: calls, and loops entered
+  RelaxedCounter unbox_deopts;     // failed guards
+  std::atomic<int32_t> unbox_deopt_pc{-1};  // the last one's
 
   FunctionRuntime() = default;
   FunctionRuntime(const FunctionRuntime&) = delete;
@@ -330,6 +346,8 @@ struct FunctionCode {
   // call): a function with none has none as Python code either.
   bool may_have_effects = false;
   std::vector<int32_t> loop_headers;  // targets of back edges, sorted: where machine code can be entered
+  // Float registers a frame reserves past `registers` for unboxed code (vm/unbox.h).
+  int unbox_slots = 0;
 
   // What this process keeps about the function while it runs: counters and
   // machine code. A separate object, so that the code above (what the verifier

@@ -23,6 +23,7 @@
 #include "vm/interpreter.h"
 #include "vm/loader.h"
 #include "vm/region_tier.h"
+#include "vm/unbox.h"
 #include "vm/runtime.h"
 #include "vm/status.h"
 
@@ -589,6 +590,37 @@ PyObject* ModuleAttach(PyObject* op, PyObject* globals) {
   Py_RETURN_NONE;
 }
 
+// unboxed_stats() -> [(name, slots, guards, entries, versions, failed
+// guards, the last failure's line and instruction or None and None)] for
+// every function that built unboxed code (vm/unbox.h): the slots and guards
+// of the version frames enter now (0 and 0 once none is left), the frames
+// that entered one, the versions built, and the guards that failed.
+PyObject* ModuleUnboxedStats(PyObject* op, PyObject*) {
+  auto* self = reinterpret_cast<CompiledModuleObject*>(op);
+  PyObject* stats = PyList_New(0);
+  if (stats == nullptr) return nullptr;
+  for (const auto& fn : self->code->functions) {
+    const FunctionRuntime& runtime = *fn->runtime;
+    if (runtime.unboxed_versions.empty()) continue;
+    const UnboxedCode* now = runtime.unboxed.load(std::memory_order_acquire);
+    const int pc = runtime.unbox_deopt_pc.load(std::memory_order_relaxed);
+    const bool failed = runtime.unbox_deopts > 0 && pc >= 0 && pc < static_cast<int>(fn->code.size());
+    PyObject* item = Py_BuildValue(
+        "(siiKnKNN)", fn->qualname.c_str(), now != nullptr ? static_cast<int>(now->slot_register.size()) : 0,
+        now != nullptr ? now->guards : 0, static_cast<unsigned long long>(runtime.unboxed_entries),
+        static_cast<Py_ssize_t>(runtime.unboxed_versions.size()), static_cast<unsigned long long>(runtime.unbox_deopts),
+        failed ? PyLong_FromLong(fn->LineAt(pc)) : Py_NewRef(Py_None),
+        failed ? PyUnicode_FromString(std::string(InfoOf(fn->code[pc].op).name).c_str()) : Py_NewRef(Py_None));
+    if (item == nullptr || PyList_Append(stats, item) < 0) {
+      Py_XDECREF(item);
+      Py_DECREF(stats);
+      return nullptr;
+    }
+    Py_DECREF(item);
+  }
+  return stats;
+}
+
 PyMethodDef kModuleMethods[] = {
     {"attach", ModuleAttach, METH_O, "attach(globals): run the functions in this module namespace"},
     {"binder", ModuleBinder, METH_VARARGS,
@@ -602,6 +634,9 @@ PyMethodDef kModuleMethods[] = {
     {"stats", ModuleStats, METH_NOARGS,
      "stats() -> [(name, calls, seconds, jit entries, inlined, specialization, side exits, deoptimizations)]; "
      "seconds only while profiling"},
+    {"unboxed_stats", ModuleUnboxedStats, METH_NOARGS,
+     "unboxed_stats() -> [(name, slots, guards, entries, versions, failed guards, last failure's line, its "
+     "instruction)]"},
     {nullptr, nullptr, 0, nullptr},
 };
 

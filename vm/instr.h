@@ -71,6 +71,7 @@ enum OpFlags : uint32_t {
   kFlagObj = 1u << 5,
   kFlagStore = 1u << 6,
   kFlagJit = 1u << 7,
+  kFlagRuntime = 1u << 8,
 };
 
 struct OpInfo {
@@ -93,7 +94,8 @@ inline constexpr Mode sO = Mode::ksO, tO = Mode::ktO, cO = Mode::kcO;
 inline constexpr Mode J = Mode::kJ, K = Mode::kK, P = Mode::kP, N = Mode::kN;
 inline constexpr Mode M = Mode::kM, Y = Mode::kY, E = Mode::kE, Q = Mode::kQ, V = Mode::kV;
 inline constexpr uint32_t RAISE = kFlagRaise, JUMP = kFlagJump, END = kFlagEnd, CALL = kFlagCall,
-                          LOOP = kFlagLoop, OBJ = kFlagObj, STORE = kFlagStore, JIT = kFlagJit;
+                          LOOP = kFlagLoop, OBJ = kFlagObj, STORE = kFlagStore, JIT = kFlagJit,
+                          RUNTIME = kFlagRuntime;
 }  // namespace opinfo_detail
 
 inline constexpr std::array<OpInfo, kOpCount> kOpInfo = [] {

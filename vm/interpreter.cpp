@@ -28,6 +28,7 @@
 #include "vm/math_table.h"
 #include "vm/python_compat.h"
 #include "vm/tiering.h"
+#include "vm/unbox.h"
 
 namespace ppy {
 
@@ -1521,6 +1522,169 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
 
 namespace {
 
+// ---- Unboxed floats (vm/unbox.h) ------------------------------------------------------
+
+// An operand of an unboxed instruction as a double: a slot's value, or an
+// exact float, or an exact int within 2**53 (which CPython's float arithmetic
+// and comparisons convert exactly, as here). False for anything else: the
+// instruction deoptimizes. `floats` counts the operands that were floats (a
+// float result needs one: int op int is an int).
+inline bool FloatOperand(const Value& reg, bool slot, double* out, int* floats) {
+  if (slot) {
+    *out = reg.f;
+    ++*floats;
+    return true;
+  }
+  PyObject* object = reg.o;
+  if (PyFloat_CheckExact(object)) {
+    *out = PyFloat_AS_DOUBLE(object);
+    ++*floats;
+    return true;
+  }
+  long long value;
+  constexpr long long kExact = 1LL << 53;
+  if (PyLong_CheckExact(object) && ExactIntValue(object, &value) && value >= -kExact && value <= kExact) {
+    *out = static_cast<double>(value);
+    return true;
+  }
+  return false;
+}
+
+// x <op> y as CPython's float type computes it (BINARY_O's D, in-place
+// forms included), or false where it would raise or make something other
+// than a float (a division by zero, a negative number to a fractional
+// power, an overflow): the object code then says what CPython says.
+inline bool FloatArithmetic(int op, double x, double y, double* out) {
+  switch (static_cast<BinaryOp>(op >= kBinaryInPlace ? op - kBinaryInPlace : op)) {
+    case BinaryOp::ADD: *out = x + y; return true;
+    case BinaryOp::SUB: *out = x - y; return true;
+    case BinaryOp::MUL: *out = x * y; return true;
+    case BinaryOp::TRUEDIV:
+      if (y == 0.0) return false;
+      *out = x / y;
+      return true;
+    case BinaryOp::FLOORDIV:
+      if (y == 0.0) return false;
+      *out = FloorDivFloat(x, y);
+      return true;
+    case BinaryOp::MOD:
+      if (y == 0.0) return false;
+      *out = ModFloat(x, y);
+      return true;
+    case BinaryOp::POW: {
+      // float_pow's ordinary case: finite operands, a positive base or an
+      // integral exponent, a finite result (C's pow then agrees with it,
+      // signed zeros and odd exponents included); the rest is its own.
+      if (!std::isfinite(x) || !std::isfinite(y) || x == 0.0 || (x < 0.0 && y != std::floor(y))) return false;
+      const double value = std::pow(x, y);
+      if (!std::isfinite(value)) return false;
+      *out = value;
+      return true;
+    }
+    default: return false;
+  }
+}
+
+inline bool CompareDoubles(int op, double x, double y) {
+  switch (op) {
+    case Py_LT: return x < y;
+    case Py_LE: return x <= y;
+    case Py_EQ: return x == y;
+    case Py_NE: return x != y;
+    case Py_GT: return x > y;
+    default: return x >= y;
+  }
+}
+
+// container[i] for an exact list or tuple and i inside it, when that item is
+// an exact float: its value. False for anything else.
+inline bool FloatItemAt(PyObject* container, int64_t i, double* out) {
+  Py_ssize_t length;
+  PyObject** items;
+  if (PyList_CheckExact(container)) {
+    length = PyList_GET_SIZE(container);
+    items = reinterpret_cast<PyListObject*>(container)->ob_item;
+  } else if (PyTuple_CheckExact(container)) {
+    length = PyTuple_GET_SIZE(container);
+    items = reinterpret_cast<PyTupleObject*>(container)->ob_item;
+  } else {
+    return false;
+  }
+  if (i < 0) i += length;
+  if (i < 0 || i >= length || !PyFloat_CheckExact(items[i])) return false;
+  *out = PyFloat_AS_DOUBLE(items[i]);
+  return true;
+}
+
+// The unboxed code a frame of `fn` may run now, built here if the function
+// is hot and has none: null if there is none worth running. Under the GIL.
+const UnboxedCode* UnboxedCodeFor(const FunctionCode& fn) {
+  FunctionRuntime& runtime = *fn.runtime;
+  if (const UnboxedCode* code = runtime.unboxed.load(std::memory_order_acquire)) return code;
+  if (runtime.unbox_final) return nullptr;
+  const bool hot = g_tiering.mode == JitMode::kEager || runtime.calls >= g_tiering.call_threshold ||
+                   runtime.back_edges >= g_tiering.back_edge_threshold;
+  if (!hot) return nullptr;
+  std::unique_ptr<UnboxedCode> code = BuildUnboxedCode(fn, runtime.unbox_failed);
+  if (code == nullptr) {
+    runtime.unbox_final = true;
+    return nullptr;
+  }
+  const UnboxedCode* built = code.get();
+  runtime.unboxed_versions.push_back(std::move(code));
+  runtime.unboxed.store(built, std::memory_order_release);
+  return built;
+}
+
+// A guard of `code` failed at pc: the next version leaves that instruction
+// alone (or, after kMaxUnboxBuilds versions, the function keeps its object
+// code).
+void RecordUnboxFailure(const FunctionCode& fn, const UnboxedCode& code, int pc) {
+  FunctionRuntime& runtime = *fn.runtime;
+  ++runtime.unbox_deopts;
+  runtime.unbox_deopt_pc.store(pc, std::memory_order_relaxed);
+  if (runtime.unbox_failed.size() < fn.code.size()) runtime.unbox_failed.resize(fn.code.size());
+  runtime.unbox_failed[pc] = true;
+  if (runtime.unboxed.load(std::memory_order_relaxed) == &code) runtime.unboxed.store(nullptr, std::memory_order_release);
+  if (runtime.unboxed_versions.size() >= static_cast<size_t>(kMaxUnboxBuilds)) runtime.unbox_final = true;
+}
+
+// Moves a frame of the object code into `code` before pc (a loop's back
+// edge): each slot live there takes the value of the object register it
+// stands for, which is released. False, with nothing changed, if one of
+// those holds anything but an exact float.
+bool EnterUnboxed(const UnboxedCode& code, int num_registers, Value* regs, int pc) {
+  const uint64_t live = code.live[pc];
+  for (uint64_t bits = live; bits != 0; bits &= bits - 1) {
+    PyObject* value = regs[code.slot_register[__builtin_ctzll(bits)]].o;
+    if (value == nullptr || !PyFloat_CheckExact(value)) return false;
+  }
+  for (uint64_t bits = live; bits != 0; bits &= bits - 1) {
+    const int slot = __builtin_ctzll(bits);
+    Value& reg = regs[code.slot_register[slot]];
+    regs[num_registers + slot].f = PyFloat_AS_DOUBLE(reg.o);
+    Py_DECREF(reg.o);  // (a float's release runs no code)
+    reg.o = nullptr;
+  }
+  return true;
+}
+
+// Moves a frame of `code` back to the object code before pc: each slot live
+// there is boxed into the object register it stands for. False with the
+// exception set if a float cannot be allocated (the registers hold objects
+// or null either way).
+bool LeaveUnboxed(const UnboxedCode& code, int num_registers, Value* regs, int pc) {
+  for (uint64_t bits = code.live[pc]; bits != 0; bits &= bits - 1) {
+    const int slot = __builtin_ctzll(bits);
+    PyObject* boxed = PyFloat_FromDouble(regs[num_registers + slot].f);
+    if (boxed == nullptr) return false;
+    Value& reg = regs[code.slot_register[slot]];
+    if (!ReleaseIsPure(reg.o)) ++g_effects;  // (a temporary's last object, released late)
+    SetObject(reg, boxed);
+  }
+  return true;
+}
+
 // A prange chunk to run (vm/prange.h): its copy of the caller's frame, and
 // where it starts.
 struct ChunkStart {
@@ -1561,7 +1725,8 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   if (__builtin_expect(start == nullptr, 1)) {
     const int num_params = fn.num_params();
     const int end_of_constants = fn.end_of_constants();
-    regs = static_cast<Value*>(alloca(sizeof(Value) * (num_registers + 1)));
+    // (Past the registers: the unboxing slots of unboxed code, vm/unbox.h.)
+    regs = static_cast<Value*>(alloca(sizeof(Value) * (num_registers + 1 + fn.unbox_slots)));
     // Word by word: a frame holds a few registers, for which a call of
     // memcpy or memset costs more than the copy (see CopyWords).
     CopyWords(regs, args, num_params);
@@ -1587,7 +1752,10 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   // so nothing in it may deoptimize or grow an int.
   const uint64_t effects_at_entry = chunk == nullptr ? g_effects : g_effects - 1;
 
-  const Instr* const code = fn.code.data();
+  // The code the frame runs: the function's, or its unboxed version
+  // (vm/unbox.h), which has the same pcs. A frame moves between the two.
+  const Instr* code = fn.code.data();
+  const UnboxedCode* unboxed = nullptr;
   const Instr* ip = code + (start ? start->pc : 0);
   // PPY_JIT=eager enters machine code at the first back edge of a loop the
   // function reaches on the interpreter (after object code before it), so
@@ -1695,6 +1863,15 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
           goto enter_jit;                                                \
         }                                                                \
       }                                                                  \
+      if (unboxed == nullptr && fn.unbox_slots > 0 && g_tiering.mode != JitMode::kOff && g_tiering.unbox && \
+          grown.count == 0 && !nogil) {                                  \
+        const UnboxedCode* version = UnboxedCodeFor(fn);                 \
+        if (version != nullptr && EnterUnboxed(*version, num_registers, regs, (target))) { \
+          unboxed = version;                                             \
+          code = version->code.data();                                   \
+          fn.runtime->unboxed_entries.Bump(false);                       \
+        }                                                                \
+      }                                                                  \
     }                                                                    \
     JUMP_TO(target);                                                     \
   } while (0)
@@ -1709,6 +1886,14 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
       RecordValues(fn, regs);
     }
     if (views_contiguous && TierUpAtCall(fn) && fn.runtime->jit_enters_at_start) goto enter_jit;
+    if (fn.unbox_slots > 0 && g_tiering.unbox && !nogil) {
+      if (const UnboxedCode* version = UnboxedCodeFor(fn)) {
+        unboxed = version;
+        code = version->code.data();
+        ip = code;
+        fn.runtime->unboxed_entries.Bump(false);
+      }
+    }
   }
   goto* dispatch[static_cast<uint8_t>(ip->op)];
 
@@ -1722,6 +1907,16 @@ take_gil:
   // side exit: the instruction there runs here, raising what it must), or with
   // the function's result, or with an exception raised at a pc.
 enter_jit : {
+  // Machine code runs on the object code's registers.
+  if (unboxed != nullptr) {
+    const bool left = LeaveUnboxed(*unboxed, num_registers, regs, static_cast<int>(jit_pc));
+    unboxed = nullptr;
+    code = fn.code.data();
+    if (!left) {
+      ip = code + jit_pc;
+      goto error;
+    }
+  }
   // Machine code holds no Python object: a nogil thread runs it without the
   // GIL even if something before (a compile, say) took it back.
   if (nogil) ReleaseGilAgain();
@@ -1768,6 +1963,14 @@ enter_jit : {
   // and the instructions that read it run on Python ints (GrownIntStep).
 grow_int : {
   TakeGil();  // (the frame keeps the GIL while any int is grown: see BACK_EDGE_TO)
+  if (unboxed != nullptr) {  // (the grown-int path knows the object code only)
+    const int pc = PC;
+    const bool left = LeaveUnboxed(*unboxed, num_registers, regs, pc);
+    unboxed = nullptr;
+    code = fn.code.data();
+    ip = code + pc;
+    if (!left) goto error;
+  }
   dispatch = grown_dispatch;
   int64_t target = -1;
   if (!GrownIntStep(fn, regs, grown, in, PC, &target)) goto error;
@@ -2787,13 +2990,129 @@ build_span : {
   }
   NEXT_AFTER_PYTHON;
 
+  // ---- Unboxed floats (vm/unbox.h): only in a frame that runs unboxed code ----------------
+  CASE(GETITEM_GF) {
+    long long i;
+    if (!PyLong_CheckExact(R(in.c).o) || !ExactIntValue(R(in.c).o, &i) || !FloatItemAt(R(in.b).o, i, &R(in.a).f)) {
+      goto unbox_deopt;
+    }
+    if (in.d != 0) goto unbox_clear;
+  }
+  NEXT;
+  CASE(GETITEM_I_GF) {
+    if (!FloatItemAt(R(in.b).o, R(in.c).i, &R(in.a).f)) goto unbox_deopt;
+    if (in.d != 0) goto unbox_clear;
+  }
+  NEXT;
+  CASE(GUARD_F) {
+    if (!PyFloat_CheckExact(R(in.b).o)) goto unbox_deopt;
+    R(in.a).f = PyFloat_AS_DOUBLE(R(in.b).o);
+    if (in.d != 0) goto unbox_clear;
+  }
+  NEXT;
+  CASE(BINARY_UF) {
+    double x, y, value;
+    int floats = 0;
+    if (!FloatOperand(R(in.b), in.d & 0x200, &x, &floats) || !FloatOperand(R(in.c), in.d & 0x400, &y, &floats) ||
+        floats == 0 || !FloatArithmetic(in.d & 0xff, x, y, &value)) {
+      goto unbox_deopt;
+    }
+    if (in.d & 0x100) {
+      R(in.a).f = value;
+      if (in.d >> 16 != 0) goto unbox_clear;
+      NEXT;
+    }
+    const bool plain = PURE && ReleaseIsPure(R(in.a).o);
+    if (!StoreFloat(R(in.a), value)) goto error;
+    NEXT_AFTER_NUMBERS(plain);
+  }
+  CASE(COMPARE_UF) {
+    double x, y;
+    int floats = 0;
+    if (!FloatOperand(R(in.b), in.d & 0x20, &x, &floats) || !FloatOperand(R(in.c), in.d & 0x40, &y, &floats) ||
+        floats == 0) {
+      goto unbox_deopt;
+    }
+    const bool plain = PURE && ReleaseIsPure(R(in.a).o);
+    SetObject(R(in.a), Py_NewRef(CompareDoubles(in.d & 15, x, y) ? Py_True : Py_False));
+    NEXT_AFTER_NUMBERS(plain);
+  }
+  CASE(JT_COMPARE_UF) goto compare_branch_unboxed;
+  CASE(JF_COMPARE_UF) goto compare_branch_unboxed;
+compare_branch_unboxed : {
+  double x, y;
+  int floats = 0;
+  if (!FloatOperand(R(in.a), in.c & 0x10, &x, &floats) || !FloatOperand(R(in.b), in.c & 0x20, &y, &floats) ||
+      floats == 0) {
+    goto unbox_deopt;
+  }
+  if (CompareDoubles(in.c & 15, x, y) == (in.op == Op::JT_COMPARE_UF)) JUMP_TO(in.d);
+}
+  NEXT;
+  CASE(SETITEM_UF) {
+    PyObject* boxed = PyFloat_FromDouble(R(in.c).f);
+    if (boxed == nullptr) goto error;
+    PyObject* list = R(in.a).o;
+    if (PyList_CheckExact(list)) {
+      Py_ssize_t i = FastIndex(R(in.b).o, PyList_GET_SIZE(list));
+      if (i >= 0) {
+        PyObject* old = PyList_GET_ITEM(list, i);
+        PyList_SET_ITEM(list, i, boxed);
+        Py_DECREF(old);
+        NEXT_AFTER_PYTHON;  // a store other code sees
+      }
+    }
+    const int stored = PyObject_SetItem(list, R(in.b).o, boxed);
+    Py_DECREF(boxed);
+    if (stored < 0) goto error;
+  }
+  NEXT_AFTER_PYTHON;
+  CASE(RET_UF) {
+    result->o = PyFloat_FromDouble(R(in.a).f);
+    if (result->o == nullptr) goto error;
+    ok = true;
+    goto done;
+  }
+  // An unboxed value replaced what a reused object register may hold (an
+  // object of another of its webs, vm/unbox.cpp): released now, as the
+  // object code's write would release it.
+unbox_clear : {
+  const int reg = (in.op == Op::BINARY_UF ? in.d >> 16 : in.d) - 1;
+  PyObject* old = R(reg).o;
+  R(reg).o = nullptr;
+  const bool plain = PURE && ReleaseIsPure(old);
+  Py_XDECREF(old);
+  NEXT_AFTER_NUMBERS(plain);
+}
+  // A guard failed: the instruction runs again in the object code, at the
+  // same pc, with the live slots boxed; the next unboxed version leaves it
+  // alone.
+unbox_deopt : {
+  const int pc = PC;
+  RecordUnboxFailure(fn, *unboxed, pc);
+  const bool left = LeaveUnboxed(*unboxed, num_registers, regs, pc);
+  unboxed = nullptr;
+  code = fn.code.data();
+  ip = code + pc;
+  if (!left) goto error;
+  goto* dispatch[static_cast<uint8_t>(ip->op)];
+}
+
 error:
   TakeGil();  // (whatever raised took it; a callee's error may come back without)
   if (DeoptimizePending()) {
     if (PURE) {
       ForgetGrownInt();  // the call reruns as Python from its start
     } else if (ip->op == Op::CALL_FN && !fn.registers[ip->a].annotated && GrownIntPending() && chunk == nullptr) {
-      // The callee returned a grown int: this frame keeps it.
+      // The callee returned a grown int: this frame keeps it (in the object code).
+      if (unboxed != nullptr) {
+        const int pc = PC;
+        const bool left = LeaveUnboxed(*unboxed, num_registers, regs, pc);
+        unboxed = nullptr;
+        code = fn.code.data();
+        ip = code + pc;
+        if (!left) goto error_unwind;  // (MemoryError: no frame keeps the int)
+      }
       grown.Set(ip->a, TakeGrownInt());
       dispatch = grown_dispatch;
       NEXT_AFTER_PYTHON;
@@ -2801,6 +3120,7 @@ error:
       DeoptimizeToOverflow();  // this frame can neither rerun nor keep it
     }
   }
+error_unwind:
   if (!traced) AddTraceback(fn, PC);
   ok = false;
 

@@ -6,6 +6,7 @@
 
 #include "vm/runtime.h"
 #include "vm/status.h"
+#include "vm/unbox.h"
 
 namespace ppy {
 
@@ -79,6 +80,7 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
       }
     }
     fn->after_store = ReachedFromStores(*fn);
+    fn->unbox_slots = UnboxSlotsOf(*fn);
     std::sort(fn->loop_headers.begin(), fn->loop_headers.end());
     fn->loop_headers.erase(std::unique(fn->loop_headers.begin(), fn->loop_headers.end()), fn->loop_headers.end());
     // Int parameters that keep the caller's value for the whole call.

@@ -14,6 +14,7 @@
 #include "vm/gil.h"
 #include "vm/math_table.h"
 #include "vm/python_compat.h"
+#include "vm/unbox.h"
 
 namespace ppy {
 

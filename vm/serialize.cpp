@@ -175,7 +175,7 @@ void WriteInstr(Writer& w, const Instr& in) {
 
 bool ReadInstr(Reader& r, Instr* in) {
   uint8_t op = r.U8();
-  if (!r.ok() || op >= kOpCount) return false;
+  if (!r.ok() || op >= kOpCount || HasFlag(static_cast<Op>(op), kFlagRuntime)) return false;
   in->op = static_cast<Op>(op);
   const OpInfo& info = InfoOf(in->op);
   in->a = info.a != Mode::k__ ? r.U8() : 0;

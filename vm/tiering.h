@@ -48,6 +48,10 @@ struct Tiering {
   void (*specialize)(const FunctionCode& fn) = nullptr;
   // The helper table machine code calls through.
   const void* helpers = nullptr;
+  // Whether hot object code may run its unboxed version (vm/unbox.h), which
+  // the interpreter builds itself: PPY_UNBOX=0 says no (mode kOff says no too:
+  // PPY_JIT=0 runs the object code as compiled, the reference for both).
+  bool unbox = true;
 };
 
 extern Tiering g_tiering;

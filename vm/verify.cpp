@@ -264,6 +264,8 @@ class Verifier {
     if (Status s = CheckOperand(info.b, in.b, in, 'B'); !s.ok()) return s;
     if (Status s = CheckOperand(info.c, in.c, in, 'C'); !s.ok()) return s;
     if (Status s = CheckOperand(info.d, in.d, in, 'D'); !s.ok()) return s;
+    // (After the operands, so that a bad operand is reported as such.)
+    if (info.flags & kFlagRuntime) return FailAt("an instruction made at run time only");
     if (Status s = CheckJumpDirection(in); !s.ok()) return s;
     if (Status s = CheckBufferCopies(in); !s.ok()) return s;
     switch (in.op) {
