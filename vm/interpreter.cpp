@@ -1670,11 +1670,12 @@ bool EnterUnboxed(const UnboxedCode& code, int num_registers, Value* regs, int p
 }
 
 // Moves a frame of `code` back to the object code before pc: each slot live
-// there is boxed into the object register it stands for. False with the
-// exception set if a float cannot be allocated (the registers hold objects
-// or null either way).
-bool LeaveUnboxed(const UnboxedCode& code, int num_registers, Value* regs, int pc) {
-  for (uint64_t bits = code.live[pc]; bits != 0; bits &= bits - 1) {
+// there (but `except`, whose register already holds its object) is boxed
+// into the object register it stands for. False with the exception set if a
+// float cannot be allocated (the registers hold objects or null either way).
+bool LeaveUnboxed(const UnboxedCode& code, int num_registers, Value* regs, int pc, int except = -1) {
+  const uint64_t live = code.live[pc] & ~(except >= 0 ? uint64_t{1} << except : 0);
+  for (uint64_t bits = live; bits != 0; bits &= bits - 1) {
     const int slot = __builtin_ctzll(bits);
     PyObject* boxed = PyFloat_FromDouble(regs[num_registers + slot].f);
     if (boxed == nullptr) return false;
@@ -1879,6 +1880,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
 
   Instr in;
   int64_t jit_pc = 0;
+  PyObject* unbox_value = nullptr;  // (what FOR_ITER_GF and LOAD_ATTR_GF hand unbox_result)
   // A prange chunk's error already has this function's frame, at its line.
   bool traced = false;
   if (chunk == nullptr && g_tiering.mode != JitMode::kOff) {
@@ -3073,6 +3075,59 @@ compare_branch_unboxed : {
     ok = true;
     goto done;
   }
+  CASE(FOR_ITER_GF) {
+    PyObject* value = PyIter_Next(R(in.b).o);
+    if (value == nullptr) {
+      if (PyErr_Occurred() || !RefreshTorchViews()) goto error;
+      JUMP_TO(in.d);
+    }
+    unbox_value = value;
+    goto unbox_result;
+  }
+  CASE(LOAD_ATTR_GF) {
+    PyMemberDef* member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
+    PyObject* value = member != nullptr ? GetSlot(R(in.b).o, member) : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
+    if (value == nullptr) goto error;
+    unbox_value = value;
+    goto unbox_result;
+  }
+  CASE(STORE_ATTR_UF) {
+    PyObject* boxed = PyFloat_FromDouble(R(in.b).f);
+    if (boxed == nullptr) goto error;
+    PyMemberDef* member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
+    const int stored = member != nullptr ? SetSlot(R(in.a).o, member, boxed)
+                                         : PyObject_SetAttr(R(in.a).o, fn.objects[in.d], boxed);
+    Py_DECREF(boxed);
+    if (stored < 0) goto error;
+  }
+  NEXT_AFTER_PYTHON;
+  // FOR_ITER_GF's and LOAD_ATTR_GF's value, made by the object code's own
+  // path (which may have run Python code): an exact float goes into the
+  // slot; anything else into the object register the slot stands for, and
+  // the frame goes on in the object code after the instruction (it cannot
+  // run again).
+unbox_result : {
+  PyObject* value = unbox_value;
+  const int slot = in.a - num_registers;
+  Value& reg = R(unboxed->slot_register[slot]);
+  if (PyFloat_CheckExact(value)) {
+    R(in.a).f = PyFloat_AS_DOUBLE(value);
+    Py_DECREF(value);
+    PyObject* old = reg.o;  // (a temporary's object of another web)
+    reg.o = nullptr;
+    Py_XDECREF(old);
+    NEXT_AFTER_PYTHON;
+  }
+  SetObject(reg, value);
+  const int pc = PC + 1;
+  RecordUnboxFailure(fn, *unboxed, pc - 1);
+  const bool left = LeaveUnboxed(*unboxed, num_registers, regs, pc, slot);
+  unboxed = nullptr;
+  code = fn.code.data();
+  ip = code + pc - 1;
+  if (!left) goto error;
+  NEXT_AFTER_PYTHON;
+}
   // An unboxed value replaced what a reused object register may hold (an
   // object of another of its webs, vm/unbox.cpp): released now, as the
   // object code's write would release it.

@@ -84,6 +84,15 @@ void OccurrencesAt(const FunctionCode& fn, int pc, bool failed, std::vector<Occu
       add(in.b, false, true, false);
       add(in.a, true, true, false);
       return;
+    case Op::FOR_ITER:
+    case Op::LOAD_ATTR:
+      add(in.b, false, false, false);
+      add(in.a, true, true, false);
+      return;
+    case Op::STORE_ATTR:
+      add(in.a, false, false, false);
+      add(in.b, false, true, false);
+      return;
     case Op::BOX_F: add(in.a, true, true, false); return;
     case Op::RET_O: add(in.a, false, true, false); return;
     default:
@@ -343,6 +352,19 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
         break;
       }
       case Op::BOX_F: to = {Op::MOVE_F, slot_of(in.a), in.b, 0, 0}; break;
+      case Op::FOR_ITER:
+        // (Exhausted, it jumps with the slot unchanged: the loop's variable
+        // keeps its last value after the loop, so the definition does not
+        // end the slot's liveness.)
+        to = {Op::FOR_ITER_GF, slot_of(in.a), in.b, 0, in.d};
+        defs[pc] = 0;
+        ++code->guards;
+        break;
+      case Op::LOAD_ATTR:
+        to = {Op::LOAD_ATTR_GF, slot_of(in.a), in.b, 0, in.d};
+        ++code->guards;
+        break;
+      case Op::STORE_ATTR: to = {Op::STORE_ATTR_UF, in.a, slot_of(in.b), 0, in.d}; break;
       case Op::RET_O: to = {Op::RET_UF, slot_of(in.a), 0, 0, 0}; break;
       default: break;  // (no occurrence of another instruction is capable)
     }
