@@ -3052,18 +3052,27 @@ compare_branch_unboxed : {
 }
   NEXT;
   CASE(SETITEM_UF) {
-    PyObject* boxed = PyFloat_FromDouble(R(in.c).f);
-    if (boxed == nullptr) goto error;
     PyObject* list = R(in.a).o;
     if (PyList_CheckExact(list)) {
       Py_ssize_t i = FastIndex(R(in.b).o, PyList_GET_SIZE(list));
       if (i >= 0) {
+        // An exact float only the list references is replaced by one of the
+        // new value, which no one can tell from writing the value into it
+        // (StoreFloat): no allocation, no release.
         PyObject* old = PyList_GET_ITEM(list, i);
+        if (Py_REFCNT(old) == 1 && PyFloat_CheckExact(old)) {
+          reinterpret_cast<PyFloatObject*>(old)->ob_fval = R(in.c).f;
+          NEXT_AFTER_PYTHON;  // a store other code sees
+        }
+        PyObject* boxed = PyFloat_FromDouble(R(in.c).f);
+        if (boxed == nullptr) goto error;
         PyList_SET_ITEM(list, i, boxed);
         Py_DECREF(old);
-        NEXT_AFTER_PYTHON;  // a store other code sees
+        NEXT_AFTER_PYTHON;
       }
     }
+    PyObject* boxed = PyFloat_FromDouble(R(in.c).f);
+    if (boxed == nullptr) goto error;
     const int stored = PyObject_SetItem(list, R(in.b).o, boxed);
     Py_DECREF(boxed);
     if (stored < 0) goto error;
