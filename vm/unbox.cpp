@@ -353,11 +353,7 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
       }
       case Op::BOX_F: to = {Op::MOVE_F, slot_of(in.a), in.b, 0, 0}; break;
       case Op::FOR_ITER:
-        // (Exhausted, it jumps with the slot unchanged: the loop's variable
-        // keeps its last value after the loop, so the definition does not
-        // end the slot's liveness.)
         to = {Op::FOR_ITER_GF, slot_of(in.a), in.b, 0, in.d};
-        defs[pc] = 0;
         ++code->guards;
         break;
       case Op::LOAD_ATTR:
@@ -372,12 +368,17 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
 
   // ---- Liveness of the slots (backward), for deoptimization and loop entry --------
   code->live.assign(n, 0);
+  auto in_range = [&](int32_t target) { return target >= 0 && target < n; };
   for (bool changed = true; changed;) {
     changed = false;
     for (int pc = n - 1; pc >= 0; --pc) {
       uint64_t live_out = 0;
       ForEachSuccessor(fn, pc, [&](int next) { live_out |= code->live[next]; });
-      const uint64_t live_in = uses[pc] | (live_out & ~defs[pc]);
+      uint64_t live_in = uses[pc] | (live_out & ~defs[pc]);
+      // FOR_ITER writes its item only when it falls through: exhausted, it
+      // jumps with the loop's variable as it was (its last value, which a
+      // use after the loop reads).
+      if (fn.code[pc].op == Op::FOR_ITER && in_range(fn.code[pc].d)) live_in |= code->live[fn.code[pc].d];
       if (live_in != code->live[pc]) {
         code->live[pc] = live_in;
         changed = true;
