@@ -3745,6 +3745,15 @@ class CodeGen {
     b_.MovImm(ticks_, kBackEdgesPerCheck);
   }
 
+  // Leaves for the interpreter unless object register `reg` holds null (an
+  // unboxed version's instruction that would release what it holds).
+  void ExitUnlessNull(int reg) {
+    Int regs = FromSlot(regs_slot_);
+    Int object = b_.NewInt();
+    b_.LoadInt(object, regs, static_cast<int32_t>(reg * sizeof(Value)));
+    b_.BranchIntImm(IntCond::kNe, object, 0, Exit());
+  }
+
   // Exits unless `value` converts to a double exactly (|value| <= 2**53).
   void RequireExactDouble(const Int& value) {
     Int shifted = b_.NewInt();
@@ -4491,6 +4500,48 @@ class CodeGen {
       case Op::MOVE_F:
         if (DeferArgument(pc_)) break;
         b_.Mov(F(a), F(bb));
+        break;
+      case Op::GETITEM_I_GF: {
+        // An unboxed version's list item (vm/unbox.h): R[B] an exact list,
+        // R[C] inside it (negative from the end), the item an exact float;
+        // anything else leaves for the interpreter, whose GETITEM_I_GF
+        // deoptimizes. It reads the objects and takes no reference (unboxed
+        // code runs with the GIL held, and nothing here runs Python code).
+        const Label exit = Exit();
+        if (d != 0) ExitUnlessNull(d - 1);
+        Int regs = FromSlot(regs_slot_);
+        Int object = b_.NewInt(), type = b_.NewInt(), expected = b_.NewInt();
+        b_.LoadInt(object, regs, static_cast<int32_t>(bb * sizeof(Value)));
+        b_.LoadInt(type, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
+        b_.MovImm(expected, reinterpret_cast<int64_t>(&PyList_Type));
+        b_.BranchInt(IntCond::kNe, type, expected, exit);
+        Int length = b_.NewInt(), index = b_.NewInt();
+        b_.LoadInt(length, object, static_cast<int32_t>(offsetof(PyVarObject, ob_size)));
+        b_.Mov(index, I(c));
+        const Label counted = b_.NewLabel();
+        b_.BranchIntImm(IntCond::kGe, index, 0, counted);
+        b_.Add(index, index, length);
+        b_.Bind(counted);
+        b_.BranchInt(IntCond::kUge, index, length, exit);  // (and below 0)
+        Int items = b_.NewInt();
+        b_.LoadInt(items, object, static_cast<int32_t>(offsetof(PyListObject, ob_item)));
+        b_.LoadElement(ElemType::kI64, object, items, index, 0);
+        b_.LoadInt(type, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
+        b_.MovImm(expected, reinterpret_cast<int64_t>(&PyFloat_Type));
+        b_.BranchInt(IntCond::kNe, type, expected, exit);
+        b_.LoadFloat(F(a), object, static_cast<int32_t>(offsetof(PyFloatObject, ob_fval)));
+        break;
+      }
+      case Op::FARITH_UF:
+        // Slot arithmetic of an unboxed version whose result replaces an
+        // object its register may hold: the interpreter releases that one
+        // (once: the register holds null from then on).
+        if (d >> 16 != 0) ExitUnlessNull((d >> 16) - 1);
+        switch (static_cast<BinaryOp>(d & 0xff)) {
+          case BinaryOp::ADD: b_.FAdd(F(a), F(bb), F(c)); break;
+          case BinaryOp::SUB: b_.FSub(F(a), F(bb), F(c)); break;
+          default: b_.FMul(F(a), F(bb), F(c)); break;
+        }
         break;
       case Op::MOVE_U:
         b_.Mov(I(a), I(bb));

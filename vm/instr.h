@@ -107,8 +107,9 @@ inline constexpr std::array<OpInfo, kOpCount> kOpInfo = [] {
   }};
 }();
 
-// Machine code never touches object registers: it has no reference counts to
-// keep. An object-mode instruction flagged JIT is a mistake in opcodes.def.
+// Machine code never owns a reference: it has no reference counts to keep
+// (GETITEM_I_GF reads an object without one). An object-mode instruction
+// flagged JIT is a mistake in opcodes.def.
 static_assert([] {
   for (const OpInfo& info : kOpInfo) {
     if ((info.flags & kFlagJit) && (info.flags & kFlagObj)) return false;

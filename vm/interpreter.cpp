@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "vm/exact_scalars.h"
@@ -1633,6 +1634,15 @@ const UnboxedCode* UnboxedCodeFor(const FunctionCode& fn) {
   const UnboxedCode* built = code.get();
   runtime.unboxed_versions.push_back(std::move(code));
   runtime.unboxed.store(built, std::memory_order_release);
+  // Its loops that machine code runs whole: compiled now (a frame enters
+  // them at a back edge, see BACK_EDGE_TO), claimed first as TierUp claims a
+  // compile (the report may let the GIL go).
+  if (built->machine != nullptr && g_tiering.compile != nullptr) {
+    JitState expected = JitState::kNone;
+    if (built->machine->runtime->jit_state.compare_exchange_strong(expected, JitState::kCompiling)) {
+      g_tiering.compile(*built->machine, "unboxed");
+    }
+  }
   return built;
 }
 
@@ -1647,6 +1657,11 @@ void RecordUnboxFailure(const FunctionCode& fn, const UnboxedCode& code, int pc)
   runtime.unbox_failed[pc] = true;
   if (runtime.unboxed.load(std::memory_order_relaxed) == &code) runtime.unboxed.store(nullptr, std::memory_order_release);
   if (runtime.unboxed_versions.size() >= static_cast<size_t>(kMaxUnboxBuilds)) runtime.unbox_final = true;
+}
+
+// The float constants `code` keeps in slots (UnboxedCode::constant_slots).
+inline void SetConstantSlots(const UnboxedCode& code, int num_registers, Value* regs) {
+  for (const auto& [slot, value] : code.constant_slots) regs[num_registers + slot].f = value;
 }
 
 // Moves a frame of the object code into `code` before pc (a loop's back
@@ -1666,6 +1681,7 @@ bool EnterUnboxed(const UnboxedCode& code, int num_registers, Value* regs, int p
     Py_DECREF(reg.o);  // (a float's release runs no code)
     reg.o = nullptr;
   }
+  SetConstantSlots(code, num_registers, regs);
   return true;
 }
 
@@ -1874,6 +1890,16 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
         }                                                                \
       }                                                                  \
     }                                                                    \
+    /* An unboxed version's loop that machine code runs: entered at every \
+       back edge (an outer loop's, say, that is not), not every few      \
+       thousand, since it leaves at the loop's end. */                   \
+    if (unboxed != nullptr && unboxed->machine != nullptr && views_contiguous && grown.count == 0 && \
+        unboxed->machine->runtime->jit_state.load(std::memory_order_acquire) == JitState::kCompiled && \
+        unboxed->machine->IsJitLoopEntry(target)) {                      \
+      jit_pc = (target);                                                 \
+      jit_fn = unboxed->machine.get();                                   \
+      goto enter_jit;                                                    \
+    }                                                                    \
     JUMP_TO(target);                                                     \
   } while (0)
 #define PC static_cast<int>(ip - code)
@@ -1881,6 +1907,9 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   Instr in;
   int64_t jit_pc = 0;
   PyObject* unbox_value = nullptr;  // (what FOR_ITER_GF and LOAD_ATTR_GF hand unbox_result)
+  // The machine code enter_jit enters: the function's, or its unboxed
+  // version's (UnboxedCode::machine, on the unboxed code's registers).
+  const FunctionCode* jit_fn = &fn;
   // A prange chunk's error already has this function's frame, at its line.
   bool traced = false;
   if (chunk == nullptr && g_tiering.mode != JitMode::kOff) {
@@ -1893,6 +1922,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
         unboxed = version;
         code = version->code.data();
         ip = code;
+        SetConstantSlots(*version, num_registers, regs);
         fn.runtime->unboxed_entries.Bump(false);
       }
     }
@@ -1909,8 +1939,9 @@ take_gil:
   // side exit: the instruction there runs here, raising what it must), or with
   // the function's result, or with an exception raised at a pc.
 enter_jit : {
-  // Machine code runs on the object code's registers.
-  if (unboxed != nullptr) {
+  const FunctionCode& machine = *std::exchange(jit_fn, &fn);
+  // The function's machine code runs on the object code's registers.
+  if (unboxed != nullptr && &machine == &fn) {
     const bool left = LeaveUnboxed(*unboxed, num_registers, regs, static_cast<int>(jit_pc));
     unboxed = nullptr;
     code = fn.code.data();
@@ -1923,10 +1954,10 @@ enter_jit : {
   // GIL even if something before (a compile, say) took it back.
   if (nogil) ReleaseGilAgain();
   static constexpr ModuleVersions kNoVersions;
-  JitCallContext context{g_tiering.helpers, &fn, fn.module != nullptr ? &fn.module->versions : &kNoVersions};
+  JitCallContext context{g_tiering.helpers, &machine, fn.module != nullptr ? &fn.module->versions : &kNoVersions};
   fn.runtime->jit_entries.Bump(nogil);
-  JitFunction entry = fn.runtime->jit_entry;
-  if (fn.runtime->special_state.load(std::memory_order_acquire) == JitState::kCompiled &&
+  JitFunction entry = machine.runtime->jit_entry;
+  if (&machine == &fn && fn.runtime->special_state.load(std::memory_order_acquire) == JitState::kCompiled &&
       SpecialMatches(*fn.runtime, regs)) {
     entry = fn.runtime->special_entry;
     fn.runtime->special_entries.Bump(nogil);
@@ -3012,6 +3043,16 @@ build_span : {
     if (in.d != 0) goto unbox_clear;
   }
   NEXT;
+  CASE(FARITH_UF) {
+    const double x = R(in.b).f, y = R(in.c).f;
+    switch (static_cast<BinaryOp>(in.d & 0xff)) {
+      case BinaryOp::ADD: R(in.a).f = x + y; break;
+      case BinaryOp::SUB: R(in.a).f = x - y; break;
+      default: R(in.a).f = x * y; break;
+    }
+    if (in.d >> 16 != 0) goto unbox_clear;
+  }
+  NEXT;
   CASE(BINARY_UF) {
     double x, y, value;
     int floats = 0;
@@ -3141,7 +3182,7 @@ unbox_result : {
   // object of another of its webs, vm/unbox.cpp): released now, as the
   // object code's write would release it.
 unbox_clear : {
-  const int reg = (in.op == Op::BINARY_UF ? in.d >> 16 : in.d) - 1;
+  const int reg = (in.op == Op::BINARY_UF || in.op == Op::FARITH_UF ? in.d >> 16 : in.d) - 1;
   PyObject* old = R(reg).o;
   R(reg).o = nullptr;
   const bool plain = PURE && ReleaseIsPure(old);

@@ -1,6 +1,7 @@
 #include "vm/unbox.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 namespace ppy {
@@ -122,6 +123,46 @@ struct UnionFind {
   std::vector<int> parent;
 };
 
+// `code` as a function for the machine-code tier (UnboxedCode::machine), if
+// one of its loops has only instructions flagged JIT (what the tier's
+// Covers() decides from, roughly: it refines a few, and a loop it leaves out
+// is never entered).
+std::unique_ptr<FunctionCode> MachineFunction(const FunctionCode& fn, const UnboxedCode& code) {
+  bool covered_loop = false;
+  for (int32_t header : fn.loop_headers) {
+    int32_t end = header;
+    for (int32_t pc = header; pc < static_cast<int32_t>(code.code.size()); ++pc) {
+      if (HasFlag(code.code[pc].op, kFlagLoop) && code.code[pc].d == header) end = pc;
+    }
+    bool covered = true;
+    for (int32_t pc = header; pc <= end && covered; ++pc) covered = HasFlag(code.code[pc].op, kFlagJit);
+    covered_loop |= covered;
+  }
+  if (!covered_loop) return nullptr;
+  auto machine = std::make_unique<FunctionCode>();
+  machine->name = fn.name;
+  machine->qualname = fn.qualname + " (unboxed)";
+  machine->first_line = fn.first_line;
+  machine->params = fn.params;
+  machine->num_posonly = fn.num_posonly;
+  machine->num_kwonly = fn.num_kwonly;
+  machine->result = fn.result;
+  machine->registers = fn.registers;
+  for (size_t k = 0; k < code.slot_register.size(); ++k) machine->registers.push_back({Kind::kFloat});
+  machine->constants = fn.constants;
+  machine->code = code.code;
+  machine->lines = fn.lines;
+  machine->module = fn.module;
+  machine->initial_constants = fn.initial_constants;
+  machine->object_params = fn.object_params;
+  machine->owned_objects = fn.owned_objects;
+  machine->num_buffer_params = fn.num_buffer_params;
+  machine->after_store = fn.after_store;
+  machine->may_have_effects = fn.may_have_effects;
+  machine->loop_headers = fn.loop_headers;
+  return machine;
+}
+
 }  // namespace
 
 int UnboxSlotsOf(const FunctionCode& fn) {
@@ -133,8 +174,8 @@ int UnboxSlotsOf(const FunctionCode& fn) {
                   in.op == Op::JT_COMPARE_O || in.op == Op::JF_COMPARE_O;
   }
   if (!arithmetic) return 0;
-  int objects = 0;
-  for (int reg = fn.end_of_constants(); reg < fn.num_registers(); ++reg) {
+  int objects = 0;  // (an object constant may have a slot too: UnboxedCode::constant_slots)
+  for (int reg = fn.first_constant(); reg < fn.num_registers(); ++reg) {
     objects += fn.registers[reg].kind == Kind::kObject;
   }
   return std::min({objects, kMaxUnboxSlots, kMaxRegisters - 1 - fn.num_registers()});
@@ -239,15 +280,39 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
     if (occurrences[i].def) defined[web] = 1;
   }
   auto unboxed_web = [&](int web) { return web >= 0 && !bad[web] && arith[web] && defined[web]; };
+  // Whether the register of occurrence i (a definition) holds, in the
+  // unboxed code, an object whose release runs no code: a float the code
+  // boxed (a typed float, a slot moved out, arithmetic with a slot operand)
+  // or a comparison's bool.
+  auto makes_plain_object = [&](size_t i) {
+    const Instr& in = fn.code[occurrences[i].pc];
+    auto unboxed_use = [&](int reg) {
+      for (int k = first_at[occurrences[i].pc]; k < first_at[occurrences[i].pc + 1]; ++k) {
+        if (!occurrences[k].def && occurrences[k].reg == reg) return unboxed_web(web_of(k));
+      }
+      return false;
+    };
+    switch (in.op) {
+      case Op::BOX_F: return true;
+      case Op::MOVE_O: return unboxed_use(in.b);
+      case Op::BINARY_O: return !occurrences[i].capable ? false : unboxed_use(in.b) || unboxed_use(in.c);
+      case Op::COMPARE_O: return unboxed_use(in.b) || unboxed_use(in.c);
+      default: return false;
+    }
+  };
   // Whether an unboxed definition of `reg` at pc replaces an object the
-  // register may hold: one an object definition left (a temporary the
-  // compiler reuses for other values). There the definition releases it, as
-  // the object code's write would; MOVE_F cannot, so such a web defined by a
-  // move stays an object (which may make other definitions release: repeat).
+  // register may hold whose release could run code: one an object
+  // definition left (a temporary the compiler reuses for other values).
+  // There the definition releases it, as the object code's write would;
+  // MOVE_F cannot, so such a web defined by a move stays an object (which
+  // may make other definitions release: repeat).
   auto needs_clear = [&](int pc, int reg) {
     const uint64_t* reaching = in_of(pc);
     for (int site : sites_of_register[reg]) {
-      if (site < real_sites && (reaching[site / 64] >> (site % 64) & 1) && !unboxed_web(webs.Find(site))) return true;
+      if (site < real_sites && (reaching[site / 64] >> (site % 64) & 1) && !unboxed_web(webs.Find(site)) &&
+          !makes_plain_object(site_occurrence[site])) {
+        return true;
+      }
     }
     return false;
   };
@@ -283,6 +348,42 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
     if (slot[occurrences[i].reg] < 0 && web_of(i) >= 0) bad[web_of(i)] = 1;
   }
 
+  // Float constants that meet unboxed arithmetic get slots of their own, so
+  // that the arithmetic stays on slots (and machine code runs it).
+  auto float_constant = [&](int reg, double* value) {
+    if (!fn.IsConstantRegister(reg) || fn.registers[reg].kind != Kind::kObject) return false;
+    PyObject* object;
+    const uint64_t bits = fn.initial_constants[reg - fn.first_constant()];
+    std::memcpy(&object, &bits, sizeof object);
+    if (object == nullptr || !PyFloat_CheckExact(object)) return false;
+    *value = PyFloat_AS_DOUBLE(object);
+    return true;
+  };
+  std::vector<char> constant_slot(num_registers, 0);
+  for (int pc = 0; pc < n; ++pc) {
+    const Instr& in = fn.code[pc];
+    int operands[2] = {-1, -1};
+    if ((in.op == Op::BINARY_O && IsFloatArithmetic(in.d)) || in.op == Op::COMPARE_O) {
+      operands[0] = in.b, operands[1] = in.c;
+    } else if (in.op == Op::JT_COMPARE_O || in.op == Op::JF_COMPARE_O) {
+      operands[0] = in.a, operands[1] = in.b;
+    } else {
+      continue;
+    }
+    bool meets_slot = false;
+    for (int i = first_at[pc]; i < first_at[pc + 1]; ++i) meets_slot |= unboxed_web(web_of(i)) && occurrences[i].capable;
+    if (!meets_slot) continue;
+    for (int reg : operands) {
+      double value;
+      if (slot[reg] >= 0 || !float_constant(reg, &value)) continue;
+      if (static_cast<int>(code->slot_register.size()) == max_slots) break;
+      slot[reg] = static_cast<int>(code->slot_register.size());
+      code->slot_register.push_back(static_cast<uint8_t>(reg));
+      code->constant_slots.emplace_back(slot[reg], value);
+      constant_slot[reg] = 1;
+    }
+  }
+
   // ---- The rewrite, pc for pc -------------------------------------------------------
   code->code = fn.code;
   std::vector<uint64_t> uses(n, 0), defs(n, 0);
@@ -301,6 +402,9 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
     if (!any) continue;
     const Instr in = fn.code[pc];
     Instr& to = code->code[pc];
+    for (int reg : {in.a, in.b, in.c}) {
+      if (reg < num_registers && constant_slot[reg]) read_unboxed[reg] = true;  // (always set: not in `live`)
+    }
     auto slot_of = [&](int reg) { return static_cast<uint8_t>(num_registers + slot[reg]); };
     auto clear = [&](int reg) { return needs_clear(pc, reg) ? reg + 1 : 0; };
     switch (in.op) {
@@ -309,10 +413,13 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
         const int op = in.d >= kBinaryInPlace ? in.d - kBinaryInPlace : in.d;
         const auto binary = static_cast<BinaryOp>(op);
         const uint8_t a = ua ? slot_of(in.a) : in.a, b = ub ? slot_of(in.b) : in.b, c = uc ? slot_of(in.c) : in.c;
-        if (ua && ub && uc && clear(in.a) == 0 &&
-            (binary == BinaryOp::ADD || binary == BinaryOp::SUB || binary == BinaryOp::MUL)) {
+        if (ua && ub && uc && (binary == BinaryOp::ADD || binary == BinaryOp::SUB || binary == BinaryOp::MUL)) {
           const Op typed = binary == BinaryOp::ADD ? Op::ADD_F : binary == BinaryOp::SUB ? Op::SUB_F : Op::MUL_F;
-          to = {typed, a, b, c, 0};
+          if (const int cleared = clear(in.a); cleared != 0) {
+            to = {Op::FARITH_UF, a, b, c, op | cleared << 16};
+          } else {
+            to = {typed, a, b, c, 0};
+          }
         } else {
           to = {Op::BINARY_UF, a, b, c, op | ua << 8 | ub << 9 | uc << 10 | (ua ? clear(in.a) : 0) << 16};
           ++code->guards;
@@ -385,6 +492,7 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
       }
     }
   }
+  code->machine = MachineFunction(fn, *code);
   return code;
 }
 

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "vm/code.h"
@@ -53,7 +54,17 @@ struct UnboxedCode {
   // Per pc: the slots live before the instruction there runs (what a
   // deoptimization boxes, and a loop entry unboxes).
   std::vector<uint64_t> live;
+  // Slots that hold a float constant of the function where arithmetic on
+  // slots meets it (`s * 0.5`): set wherever a frame enters this code, never
+  // written, never boxed (the constant's register keeps its object).
+  std::vector<std::pair<int, double>> constant_slots;
   int guards = 0;  // instructions that check what they meet (for --trace)
+  // For the machine-code tier, when a loop of this code runs only
+  // instructions it compiles (a list's items read by a typed index, typed
+  // arithmetic, typed calls): this code as a function whose registers go on
+  // with the slots, as floats. It owns no object (its constants are the
+  // function's). Null otherwise.
+  std::unique_ptr<FunctionCode> machine;
 };
 
 // The unboxing slots a frame of `fn` reserves past its registers: 0 when no

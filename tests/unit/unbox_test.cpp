@@ -69,7 +69,7 @@ TEST_F(Unbox, RewritesTheFloatWebsPcForPc) {
   auto unboxed = BuildUnboxedCode(fn, {});
   ASSERT_NE(unboxed, nullptr);
   ASSERT_EQ(unboxed->code.size(), fn.code.size());
-  // xs[i] is read into a slot; `* 2.0` meets the constant through a guard,
+  // xs[i] is read into a slot; `* 2.0` multiplies it by the constant's slot,
   // `s +=` adds two slots, and `return s` boxes.
   EXPECT_EQ(Count(unboxed->code, Op::GETITEM_I_GF), 1);
   EXPECT_EQ(Count(unboxed->code, Op::ADD_F), 1);
@@ -123,6 +123,27 @@ TEST_F(Unbox, FramesRunItAndLeaveItWhereAGuardFails) {
   // The next call runs a version without that guard.
   EXPECT_EQ(Call(*compiled, "total", {IntValue(1000), IntValue(600)}), with_int);
   EXPECT_EQ(fn.runtime->unboxed_versions.size(), 2u);
+  EXPECT_EQ(static_cast<uint64_t>(fn.runtime->unbox_deopts), 1u);
+}
+
+// The second loop of kSource reads items by a typed index and multiplies by
+// a constant: its unboxed version is all machine code runs (GETITEM_I_GF,
+// slots, a constant's slot), so machine code runs it, and leaves for the
+// interpreter, which deoptimizes, at the item that is an int.
+TEST_F(Unbox, MachineCodeRunsAnUnboxedLoop) {
+  auto compiled = Compile(kSource);
+  const FunctionCode& fn = compiled->function("total");
+  EXPECT_EQ(Call(*compiled, "total", {IntValue(1000), IntValue(-1)}), PythonEval("float(sum(range(1000)))"));
+  ASSERT_EQ(fn.runtime->unboxed_versions.size(), 1u);
+  const FunctionCode* machine = fn.runtime->unboxed_versions[0]->machine.get();
+  ASSERT_NE(machine, nullptr);
+  EXPECT_EQ(machine->runtime->jit_state.load(), JitState::kCompiled);
+  EXPECT_EQ(Count(machine->code, Op::GETITEM_I_GF), 1);
+  EXPECT_FALSE(fn.runtime->unboxed_versions[0]->constant_slots.empty());
+  const uint64_t entries = fn.runtime->jit_entries;
+  EXPECT_GE(entries, 1u);
+  EXPECT_EQ(Call(*compiled, "total", {IntValue(1000), IntValue(999)}), PythonEval("float(sum(range(999)) + 14)"));
+  EXPECT_GT(static_cast<uint64_t>(fn.runtime->jit_entries), entries);
   EXPECT_EQ(static_cast<uint64_t>(fn.runtime->unbox_deopts), 1u);
 }
 
