@@ -178,7 +178,8 @@ int UnboxSlotsOf(const FunctionCode& fn) {
   for (int reg = fn.first_constant(); reg < fn.num_registers(); ++reg) {
     objects += fn.registers[reg].kind == Kind::kObject;
   }
-  return std::min({objects, kMaxUnboxSlots, kMaxRegisters - 1 - fn.num_registers()});
+  // (A slot is named by an 8-bit field: past 255 registers there are none.)
+  return std::max(0, std::min({objects, kMaxUnboxSlots, kMaxRegisters - 1 - fn.num_registers()}));
 }
 
 std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std::vector<bool>& failed) {
