@@ -455,9 +455,9 @@ Py_ssize_t FastIndex(PyObject* index, Py_ssize_t length) {
   return i >= 0 && i < length ? static_cast<Py_ssize_t>(i) : -1;
 }
 
-// container[i] for an exact list or tuple and a machine int inside it
-// (negative counts from the end): a new reference, or null.
-inline PyObject* FastGetItemAt(PyObject* container, int64_t i) {
+// Where container[i] is for an exact list or tuple and a machine int inside
+// it (negative counts from the end), or null.
+inline PyObject** ItemAt(PyObject* container, int64_t i) {
   Py_ssize_t length;
   PyObject** items;
   if (PyList_CheckExact(container)) {
@@ -470,7 +470,14 @@ inline PyObject* FastGetItemAt(PyObject* container, int64_t i) {
     return nullptr;
   }
   if (i < 0) i += length;
-  return i >= 0 && i < length ? Py_NewRef(items[i]) : nullptr;
+  return i >= 0 && i < length ? items + i : nullptr;
+}
+
+// container[i] for an exact list or tuple and a machine int inside it
+// (negative counts from the end): a new reference, or null.
+inline PyObject* FastGetItemAt(PyObject* container, int64_t i) {
+  PyObject** item = ItemAt(container, i);
+  return item != nullptr ? Py_NewRef(*item) : nullptr;
 }
 
 // container[index] for an exact list or tuple and an exact int inside it (a
@@ -1600,20 +1607,9 @@ inline bool CompareDoubles(int op, double x, double y) {
 // container[i] for an exact list or tuple and i inside it, when that item is
 // an exact float: its value. False for anything else.
 inline bool FloatItemAt(PyObject* container, int64_t i, double* out) {
-  Py_ssize_t length;
-  PyObject** items;
-  if (PyList_CheckExact(container)) {
-    length = PyList_GET_SIZE(container);
-    items = reinterpret_cast<PyListObject*>(container)->ob_item;
-  } else if (PyTuple_CheckExact(container)) {
-    length = PyTuple_GET_SIZE(container);
-    items = reinterpret_cast<PyTupleObject*>(container)->ob_item;
-  } else {
-    return false;
-  }
-  if (i < 0) i += length;
-  if (i < 0 || i >= length || !PyFloat_CheckExact(items[i])) return false;
-  *out = PyFloat_AS_DOUBLE(items[i]);
+  PyObject** item = ItemAt(container, i);
+  if (item == nullptr || !PyFloat_CheckExact(*item)) return false;
+  *out = PyFloat_AS_DOUBLE(*item);
   return true;
 }
 
