@@ -317,26 +317,32 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
     }
     return false;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < occurrences.size(); ++i) {
-      const Occurrence& occ = occurrences[i];
-      const Op op = fn.code[occ.pc].op;
-      if (occ.def && (op == Op::MOVE_O || op == Op::BOX_F) && unboxed_web(web_of(i)) && needs_clear(occ.pc, occ.reg)) {
-        bad[web_of(i)] = 1;
-        changed = true;
+  auto settle = [&] {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < occurrences.size(); ++i) {
+        const Occurrence& occ = occurrences[i];
+        const Op op = fn.code[occ.pc].op;
+        if (occ.def && (op == Op::MOVE_O || op == Op::BOX_F) && unboxed_web(web_of(i)) &&
+            needs_clear(occ.pc, occ.reg)) {
+          bad[web_of(i)] = 1;
+          changed = true;
+        }
       }
     }
-  }
+  };
+  settle();
 
   // ---- Slots: one per register with an unboxed web -----------------------------------
   std::vector<int> slot(num_registers, -1);
   auto code = std::make_unique<UnboxedCode>();
+  bool dropped = false;
   for (size_t i = 0; i < occurrences.size(); ++i) {
     const int reg = occurrences[i].reg;
     if (slot[reg] >= 0 || !unboxed_web(web_of(i))) continue;
     if (static_cast<int>(code->slot_register.size()) == max_slots) {
       bad[web_of(i)] = 1;  // (out of slots: this register stays an object)
+      dropped = true;
       continue;
     }
     slot[reg] = static_cast<int>(code->slot_register.size());
@@ -346,8 +352,14 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
   // Out of slots, a register's later webs were marked above; its earlier ones
   // must go with them (all of a register's webs share its slot or none).
   for (size_t i = 0; i < occurrences.size(); ++i) {
-    if (slot[occurrences[i].reg] < 0 && web_of(i) >= 0) bad[web_of(i)] = 1;
+    if (slot[occurrences[i].reg] < 0 && web_of(i) >= 0 && !bad[web_of(i)]) {
+      bad[web_of(i)] = 1;
+      dropped = true;
+    }
   }
+  // (What the dropped webs made plain may need releasing now; a register
+  // whose webs all go keeps a slot it does not use.)
+  if (dropped) settle();
 
   // Float constants that meet unboxed arithmetic get slots of their own, so
   // that the arithmetic stays on slots (and machine code runs it).
@@ -449,9 +461,9 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
       case Op::SETITEM: to = {Op::SETITEM_UF, in.a, in.b, slot_of(in.c), 0}; break;
       case Op::MOVE_O: {
         const bool ua = written_unboxed[in.a], ub = read_unboxed[in.b];
-        if (ua && ub) {
+        if (ua && ub && !(constant_slot[in.b] && clear(in.a) != 0)) {
           to = {Op::MOVE_F, slot_of(in.a), slot_of(in.b), 0, 0};
-        } else if (ua) {
+        } else if (ua) {  // (from an object, or a constant where the register needs releasing)
           to = {Op::GUARD_F, slot_of(in.a), in.b, 0, clear(in.a)};
           ++code->guards;
         } else {
