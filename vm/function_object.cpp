@@ -23,9 +23,9 @@
 #include "vm/interpreter.h"
 #include "vm/loader.h"
 #include "vm/region_tier.h"
-#include "vm/unbox.h"
 #include "vm/runtime.h"
 #include "vm/status.h"
+#include "vm/unbox.h"
 
 namespace ppy {
 
@@ -433,14 +433,21 @@ PyObject* ModuleBinder(PyObject* op, PyObject* args) {
 // region(index) -> the decorator that makes a region's def a RegionFunction.
 PyObject* ModuleRegion(PyObject* op, PyObject* arg) { return NewBinder(op, arg, true); }
 
+// Appends `item` (a new reference, or null where making it failed) to
+// `list` and releases it: false, with the exception set, if either failed.
+// The listing methods below build their lists through it.
+bool AppendNew(PyObject* list, PyObject* item) {
+  const bool appended = item != nullptr && PyList_Append(list, item) == 0;
+  Py_XDECREF(item);
+  return appended;
+}
+
 // region_stats() -> [(name, calls, ops, python calls)] for every region function bound.
 PyObject* ModuleRegionStats(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   PyObject* stats = PyList_New(0);
   for (Py_ssize_t i = 0; stats != nullptr && i < PyList_GET_SIZE(self->regions); ++i) {
-    PyObject* item = g_region_tier.stats(PyList_GET_ITEM(self->regions, i));
-    if (item == nullptr || PyList_Append(stats, item) < 0) Py_CLEAR(stats);
-    Py_XDECREF(item);
+    if (!AppendNew(stats, g_region_tier.stats(PyList_GET_ITEM(self->regions, i)))) Py_CLEAR(stats);
   }
   return stats;
 }
@@ -460,13 +467,10 @@ PyObject* ModuleFunctionNames(PyObject* op, PyObject*) {
   PyObject* names = PyList_New(0);
   if (names == nullptr) return nullptr;
   for (const auto& fn : self->code->functions) {
-    PyObject* name = PyUnicode_FromString(fn->name.c_str());
-    if (name == nullptr || PyList_Append(names, name) < 0) {
-      Py_XDECREF(name);
+    if (!AppendNew(names, PyUnicode_FromString(fn->name.c_str()))) {
       Py_DECREF(names);
       return nullptr;
     }
-    Py_DECREF(name);
   }
   return names;
 }
@@ -490,13 +494,10 @@ PyObject* ModuleTiers(PyObject* op, PyObject*) {
   PyObject* tiers = PyList_New(0);
   if (tiers == nullptr) return nullptr;
   for (const auto& fn : self->code->functions) {
-    PyObject* tier = PyUnicode_FromString(fn->runtime->jit_state == JitState::kCompiled ? "jit" : "vm");
-    if (tier == nullptr || PyList_Append(tiers, tier) < 0) {
-      Py_XDECREF(tier);
+    if (!AppendNew(tiers, PyUnicode_FromString(fn->runtime->jit_state == JitState::kCompiled ? "jit" : "vm"))) {
       Py_DECREF(tiers);
       return nullptr;
     }
-    Py_DECREF(tier);
   }
   return tiers;
 }
@@ -551,12 +552,10 @@ PyObject* ModuleStats(PyObject* op, PyObject*) {
                            PyBool_FromLong(runtime.jit_inlined.load(std::memory_order_relaxed)), special, exits,
                            deopts);
     }
-    if (item == nullptr || PyList_Append(stats, item) < 0) {
-      Py_XDECREF(item);
+    if (!AppendNew(stats, item)) {
       Py_DECREF(stats);
       return nullptr;
     }
-    Py_DECREF(item);
   }
   return stats;
 }
@@ -605,18 +604,19 @@ PyObject* ModuleUnboxedStats(PyObject* op, PyObject*) {
     const UnboxedCode* now = runtime.unboxed.load(std::memory_order_acquire);
     const int pc = runtime.unbox_deopt_pc.load(std::memory_order_relaxed);
     const bool failed = runtime.unbox_deopts > 0 && pc >= 0 && pc < static_cast<int>(fn->code.size());
-    PyObject* item = Py_BuildValue(
-        "(siiKnKNN)", fn->qualname.c_str(), now != nullptr ? static_cast<int>(now->slot_register.size()) : 0,
-        now != nullptr ? now->guards : 0, static_cast<unsigned long long>(runtime.unboxed_entries),
-        static_cast<Py_ssize_t>(runtime.unboxed_versions.size()), static_cast<unsigned long long>(runtime.unbox_deopts),
-        failed ? PyLong_FromLong(fn->LineAt(pc)) : Py_NewRef(Py_None),
-        failed ? PyUnicode_FromString(std::string(InfoOf(fn->code[pc].op).name).c_str()) : Py_NewRef(Py_None));
-    if (item == nullptr || PyList_Append(stats, item) < 0) {
-      Py_XDECREF(item);
+    const int slots = now != nullptr ? static_cast<int>(now->slot_register.size()) : 0;
+    const int guards = now != nullptr ? now->guards : 0;
+    const auto entries = static_cast<unsigned long long>(runtime.unboxed_entries);
+    const auto versions = static_cast<Py_ssize_t>(runtime.unboxed_versions.size());
+    const auto deopts = static_cast<unsigned long long>(runtime.unbox_deopts);
+    PyObject* item = failed ? Py_BuildValue("(siiKnKis)", fn->qualname.c_str(), slots, guards, entries, versions,
+                                            deopts, fn->LineAt(pc), std::string(InfoOf(fn->code[pc].op).name).c_str())
+                            : Py_BuildValue("(siiKnKOO)", fn->qualname.c_str(), slots, guards, entries, versions,
+                                            deopts, Py_None, Py_None);
+    if (!AppendNew(stats, item)) {
       Py_DECREF(stats);
       return nullptr;
     }
-    Py_DECREF(item);
   }
   return stats;
 }

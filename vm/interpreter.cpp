@@ -169,23 +169,27 @@ inline bool FastFloatBinary(int op, PyObject* left, PyObject* right, double* res
   }
 }
 
-// Stores a float result into `reg`: in place when the register holds an exact
-// float nothing else references (a reference count of 1, and an object
-// parameter is held by its caller too), which no one can tell from a new one,
-// without an allocation and a release (CPython's own float operations reuse
-// memory through a free list); else a new float. False if it cannot be
+// Stores a float into `slot` (a register's object, a list's item): in place
+// when it holds an exact float nothing else references (a reference count
+// of 1: an object parameter is held by its caller too, a list's item by the
+// list alone), which no one can tell from a new one, without an allocation
+// and a release (CPython's own float operations reuse memory through a free
+// list); else a new float, the old object released. False if it cannot be
 // allocated.
-inline bool StoreFloat(Value& reg, double value) {
-  PyObject* old = reg.o;
+inline bool StoreFloat(PyObject*& slot, double value) {
+  PyObject* old = slot;
   if (old != nullptr && Py_REFCNT(old) == 1 && PyFloat_CheckExact(old)) {
     reinterpret_cast<PyFloatObject*>(old)->ob_fval = value;
     return true;
   }
   PyObject* boxed = PyFloat_FromDouble(value);
   if (boxed == nullptr) return false;
-  SetObject(reg, boxed);
+  slot = boxed;
+  Py_XDECREF(old);
   return true;
 }
+
+inline bool StoreFloat(Value& reg, double value) { return StoreFloat(reg.o, value); }
 
 // `left op right` (BINARY_O's D, in-place forms included: ints are
 // immutable) for two exact ints whose result fits 64 bits, or null. (Two
@@ -453,6 +457,14 @@ Py_ssize_t FastIndex(PyObject* index, Py_ssize_t length) {
   if (!PyLong_CheckExact(index) || !ExactIntValue(index, &i)) return -1;
   if (i < 0) i += length;
   return i >= 0 && i < length ? static_cast<Py_ssize_t>(i) : -1;
+}
+
+// Where list[index] is for an exact list and an exact int inside it
+// (negative counts from the end), or null.
+inline PyObject** ListItemAt(PyObject* list, PyObject* index) {
+  if (!PyList_CheckExact(list)) return nullptr;
+  const Py_ssize_t i = FastIndex(index, PyList_GET_SIZE(list));
+  return i >= 0 ? reinterpret_cast<PyListObject*>(list)->ob_item + i : nullptr;
 }
 
 // Where container[i] is for an exact list or tuple and a machine int inside
@@ -1770,6 +1782,24 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   const Instr* code = fn.code.data();
   const UnboxedCode* unboxed = nullptr;
   const Instr* ip = code + (start ? start->pc : 0);
+  // The frame into `version` before pc (EnterUnboxed; the same pc of its
+  // code, which the caller goes to): false, nothing changed, if it cannot.
+  auto enter_unboxed = [&](const UnboxedCode* version, int pc) {
+    if (!EnterUnboxed(*version, num_registers, regs, pc)) return false;
+    unboxed = version;
+    code = version->code.data();
+    fn.runtime->unboxed_entries.Bump(false);
+    return true;
+  };
+  // The frame back to the object code before pc (LeaveUnboxed), `ip` there:
+  // false, with the exception set, if a float could not be boxed.
+  auto leave_unboxed = [&](int pc, int except = -1) {
+    const bool left = LeaveUnboxed(*unboxed, num_registers, regs, pc, except);
+    unboxed = nullptr;
+    code = fn.code.data();
+    ip = code + pc;
+    return left;
+  };
   // PPY_JIT=eager enters machine code at the first back edge of a loop the
   // function reaches on the interpreter (after object code before it), so
   // that short loops run it too; otherwise every kBackEdgesPerCheck. A
@@ -1879,11 +1909,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
       if (unboxed == nullptr && fn.unbox_slots > 0 && g_tiering.mode != JitMode::kOff && g_tiering.unbox && \
           grown.count == 0 && !nogil) {                                  \
         const UnboxedCode* version = UnboxedCodeFor(fn);                 \
-        if (version != nullptr && EnterUnboxed(*version, num_registers, regs, (target))) { \
-          unboxed = version;                                             \
-          code = version->code.data();                                   \
-          fn.runtime->unboxed_entries.Bump(false);                       \
-        }                                                                \
+        if (version != nullptr) enter_unboxed(version, (target));        \
       }                                                                  \
     }                                                                    \
     /* An unboxed version's loop that machine code runs: entered at every \
@@ -1914,13 +1940,9 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
     }
     if (views_contiguous && TierUpAtCall(fn) && fn.runtime->jit_enters_at_start) goto enter_jit;
     if (fn.unbox_slots > 0 && g_tiering.unbox && !nogil) {
-      if (const UnboxedCode* version = UnboxedCodeFor(fn)) {
-        unboxed = version;
-        code = version->code.data();
-        ip = code;
-        SetConstantSlots(*version, num_registers, regs);
-        fn.runtime->unboxed_entries.Bump(false);
-      }
+      // (No slot is live at pc 0: every web is defined before it is read.)
+      const UnboxedCode* version = UnboxedCodeFor(fn);
+      if (version != nullptr && enter_unboxed(version, 0)) ip = code;
     }
   }
   goto* dispatch[static_cast<uint8_t>(ip->op)];
@@ -1937,15 +1959,7 @@ take_gil:
 enter_jit : {
   const FunctionCode& machine = *std::exchange(jit_fn, &fn);
   // The function's machine code runs on the object code's registers.
-  if (unboxed != nullptr && &machine == &fn) {
-    const bool left = LeaveUnboxed(*unboxed, num_registers, regs, static_cast<int>(jit_pc));
-    unboxed = nullptr;
-    code = fn.code.data();
-    if (!left) {
-      ip = code + jit_pc;
-      goto error;
-    }
-  }
+  if (unboxed != nullptr && &machine == &fn && !leave_unboxed(static_cast<int>(jit_pc))) goto error;
   // Machine code holds no Python object: a nogil thread runs it without the
   // GIL even if something before (a compile, say) took it back.
   if (nogil) ReleaseGilAgain();
@@ -1992,14 +2006,7 @@ enter_jit : {
   // and the instructions that read it run on Python ints (GrownIntStep).
 grow_int : {
   TakeGil();  // (the frame keeps the GIL while any int is grown: see BACK_EDGE_TO)
-  if (unboxed != nullptr) {  // (the grown-int path knows the object code only)
-    const int pc = PC;
-    const bool left = LeaveUnboxed(*unboxed, num_registers, regs, pc);
-    unboxed = nullptr;
-    code = fn.code.data();
-    ip = code + pc;
-    if (!left) goto error;
-  }
+  if (unboxed != nullptr && !leave_unboxed(PC)) goto error;  // (the grown-int path knows the object code only)
   dispatch = grown_dispatch;
   int64_t target = -1;
   if (!GrownIntStep(fn, regs, grown, in, PC, &target)) goto error;
@@ -2859,15 +2866,11 @@ grown_int_instruction : {
   }
   NEXT_AFTER_PYTHON;
   CASE(SETITEM) {
-    PyObject* list = R(in.a).o;
-    if (PyList_CheckExact(list)) {
-      Py_ssize_t i = FastIndex(R(in.b).o, PyList_GET_SIZE(list));
-      if (i >= 0) {
-        PyObject* old = PyList_GET_ITEM(list, i);
-        PyList_SET_ITEM(list, i, Py_NewRef(R(in.c).o));
-        Py_DECREF(old);
-        NEXT_AFTER_PYTHON;  // a store other code sees
-      }
+    if (PyObject** item = ListItemAt(R(in.a).o, R(in.b).o)) {
+      PyObject* old = *item;
+      *item = Py_NewRef(R(in.c).o);
+      Py_DECREF(old);
+      NEXT_AFTER_PYTHON;  // a store other code sees
     }
     if (PyObject_SetItem(R(in.a).o, R(in.b).o, R(in.c).o) < 0) goto error;
   }
@@ -3089,28 +3092,14 @@ compare_branch_unboxed : {
 }
   NEXT;
   CASE(SETITEM_UF) {
-    PyObject* list = R(in.a).o;
-    if (PyList_CheckExact(list)) {
-      Py_ssize_t i = FastIndex(R(in.b).o, PyList_GET_SIZE(list));
-      if (i >= 0) {
-        // An exact float only the list references is replaced by one of the
-        // new value, which no one can tell from writing the value into it
-        // (StoreFloat): no allocation, no release.
-        PyObject* old = PyList_GET_ITEM(list, i);
-        if (Py_REFCNT(old) == 1 && PyFloat_CheckExact(old)) {
-          reinterpret_cast<PyFloatObject*>(old)->ob_fval = R(in.c).f;
-          NEXT_AFTER_PYTHON;  // a store other code sees
-        }
-        PyObject* boxed = PyFloat_FromDouble(R(in.c).f);
-        if (boxed == nullptr) goto error;
-        PyList_SET_ITEM(list, i, boxed);
-        Py_DECREF(old);
-        NEXT_AFTER_PYTHON;
-      }
+    // (An exact float only the list holds takes the value in place.)
+    if (PyObject** item = ListItemAt(R(in.a).o, R(in.b).o)) {
+      if (!StoreFloat(*item, R(in.c).f)) goto error;
+      NEXT_AFTER_PYTHON;  // a store other code sees
     }
     PyObject* boxed = PyFloat_FromDouble(R(in.c).f);
     if (boxed == nullptr) goto error;
-    const int stored = PyObject_SetItem(list, R(in.b).o, boxed);
+    const int stored = PyObject_SetItem(R(in.a).o, R(in.b).o, boxed);
     Py_DECREF(boxed);
     if (stored < 0) goto error;
   }
@@ -3165,12 +3154,10 @@ unbox_result : {
     NEXT_AFTER_PYTHON;
   }
   SetObject(reg, value);
-  const int pc = PC + 1;
-  RecordUnboxFailure(fn, *unboxed, pc - 1);
-  const bool left = LeaveUnboxed(*unboxed, num_registers, regs, pc, slot);
-  unboxed = nullptr;
-  code = fn.code.data();
-  ip = code + pc - 1;
+  const int pc = PC;
+  RecordUnboxFailure(fn, *unboxed, pc);
+  const bool left = leave_unboxed(pc + 1, slot);
+  ip = code + pc;  // (an error is this instruction's; NEXT goes on after it)
   if (!left) goto error;
   NEXT_AFTER_PYTHON;
 }
@@ -3189,13 +3176,8 @@ unbox_clear : {
   // same pc, with the live slots boxed; the next unboxed version leaves it
   // alone.
 unbox_deopt : {
-  const int pc = PC;
-  RecordUnboxFailure(fn, *unboxed, pc);
-  const bool left = LeaveUnboxed(*unboxed, num_registers, regs, pc);
-  unboxed = nullptr;
-  code = fn.code.data();
-  ip = code + pc;
-  if (!left) goto error;
+  RecordUnboxFailure(fn, *unboxed, PC);
+  if (!leave_unboxed(PC)) goto error;
   goto* dispatch[static_cast<uint8_t>(ip->op)];
 }
 
@@ -3206,14 +3188,7 @@ error:
       ForgetGrownInt();  // the call reruns as Python from its start
     } else if (ip->op == Op::CALL_FN && !fn.registers[ip->a].annotated && GrownIntPending() && chunk == nullptr) {
       // The callee returned a grown int: this frame keeps it (in the object code).
-      if (unboxed != nullptr) {
-        const int pc = PC;
-        const bool left = LeaveUnboxed(*unboxed, num_registers, regs, pc);
-        unboxed = nullptr;
-        code = fn.code.data();
-        ip = code + pc;
-        if (!left) goto error_unwind;  // (MemoryError: no frame keeps the int)
-      }
+      if (unboxed != nullptr && !leave_unboxed(PC)) goto error_unwind;  // (MemoryError: no frame keeps the int)
       grown.Set(ip->a, TakeGrownInt());
       dispatch = grown_dispatch;
       NEXT_AFTER_PYTHON;

@@ -184,7 +184,7 @@ int UnboxSlotsOf(const FunctionCode& fn) {
 
 std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std::vector<bool>& failed) {
   const int n = static_cast<int>(fn.code.size());
-  const int max_slots = UnboxSlotsOf(fn);
+  const int max_slots = fn.unbox_slots;  // (UnboxSlotsOf, when the module was loaded)
   if (max_slots <= 0) return nullptr;
   const int num_registers = fn.num_registers();
 

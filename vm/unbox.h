@@ -71,7 +71,7 @@ struct UnboxedCode {
 // instruction could make or take an unboxed float.
 int UnboxSlotsOf(const FunctionCode& fn);
 
-// `fn`'s code with every register web unboxed that holds only floats by its
+// `fn`'s code (loaded: its unbox_slots set) with every register web unboxed that holds only floats by its
 // instructions' kinds and takes part in arithmetic, except at the pcs
 // `failed` marks (a guard failed there before: they keep their object
 // instructions). Null if nothing is worth unboxing.
