@@ -712,14 +712,21 @@ bool TierUpAtCall(const FunctionCode& fn) {
   }
   const bool eager = g_tiering.mode == JitMode::kEager;
   const uint64_t calls = fn.runtime->calls;
+  // Hot by its calls, or by the back edges its earlier frames ran (each
+  // frame credits those it ran at its exit: a function whose every call
+  // loops fewer times than a frame's check interval is hot by their sum).
+  const bool loops = fn.runtime->back_edges >= g_tiering.back_edge_threshold;
+  const bool due = eager || calls >= g_tiering.call_threshold || loops;
   // A second call that shows the same values as the first is reason enough
   // to specialize (general code mapped from the cache would otherwise run
   // a loop-heavy function called a few times with no specialization at all).
-  return TierUp(fn, eager || calls >= g_tiering.call_threshold, eager ? "eager" : "calls", eager || calls >= 2);
+  return TierUp(fn, due, eager ? "eager" : calls >= g_tiering.call_threshold || !loops ? "calls" : "loop",
+                eager || calls >= 2);
 }
 
+// At a frame's loop check: its back edges are credited already (see
+// Execute's credit_back_edges).
 bool TierUpAtLoop(const FunctionCode& fn) {
-  fn.runtime->back_edges += kBackEdgesPerCheck;
   const bool due = g_tiering.mode == JitMode::kEager || fn.runtime->back_edges >= g_tiering.back_edge_threshold;
   return TierUp(fn, due, "loop", due);
 }
@@ -1806,6 +1813,16 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   // prange chunk enters it at its first back edge if the function has it
   // (the loop is hot as a whole: the chunks are its pieces).
   uint32_t ticks = g_tiering.mode == JitMode::kEager || chunk != nullptr ? 1 : kBackEdgesPerCheck;
+  // The back edges since the last credit are period - ticks: credited to the
+  // function's count at every loop check and when the frame ends, so that
+  // the count is the sum over all frames (short ones included), then the
+  // countdown restarts at `next`. (Not for a prange chunk: its loop's
+  // caller counts the loop.)
+  uint32_t period = ticks;
+  auto credit_back_edges = [&](uint32_t next) {
+    if (chunk == nullptr && period > ticks) fn.runtime->back_edges += period - ticks;
+    ticks = period = next;
+  };
   bool ok = false;
 
   static void* const kDispatch[kOpCount] = {
@@ -1897,7 +1914,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
 #define BACK_EDGE_TO(target)                                             \
   do {                                                                   \
     if (--ticks == 0) {                                                  \
-      ticks = kBackEdgesPerCheck;                                        \
+      credit_back_edges(kBackEdgesPerCheck);                             \
       if (!PollInterrupts()) goto error;                                 \
       if (nogil && grown.count == 0) ReleaseGilAgain();                  \
       if (g_tiering.mode != JitMode::kOff && views_contiguous && grown.count == 0 && TierUpAtLoop(fn)) { \
@@ -1938,7 +1955,13 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
     if (!fn.value_params.empty() && fn.runtime->special_state.load(std::memory_order_relaxed) == JitState::kNone) {
       RecordValues(fn, regs);
     }
-    if (views_contiguous && TierUpAtCall(fn) && fn.runtime->jit_enters_at_start) goto enter_jit;
+    if (views_contiguous && TierUpAtCall(fn)) {
+      if (fn.runtime->jit_enters_at_start) goto enter_jit;
+      // Machine code that starts at a loop: entered at this frame's first
+      // back edge, not after a check interval that a short call never
+      // reaches.
+      ticks = period = 1;
+    }
     if (fn.unbox_slots > 0 && g_tiering.unbox && !nogil) {
       // (No slot is live at pc 0: every web is defined before it is read.)
       const UnboxedCode* version = UnboxedCodeFor(fn);
@@ -1996,7 +2019,7 @@ enter_jit : {
     fn.runtime->exit_pc.store(static_cast<int32_t>(outcome), std::memory_order_relaxed);
   }
   ip = code + outcome;
-  ticks = 1;  // back into machine code at the next back edge
+  credit_back_edges(1);  // back into machine code at the next back edge
   goto* dispatch[static_cast<uint8_t>(ip->op)];
 }
 
@@ -3202,6 +3225,7 @@ error_unwind:
 
 done:
   if (chunk != nullptr) return ok;  // (a copy of its caller's frame: it owns nothing)
+  credit_back_edges(0);
   if (!fn.object_params.empty() || !fn.owned_objects.empty() || !borrows.empty()) {
     TakeGil();
     for (uint8_t reg : fn.object_params) Py_XDECREF(regs[reg].o);

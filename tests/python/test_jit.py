@@ -524,3 +524,44 @@ def test_no_machine_code_for_a_function_it_could_never_enter(runner, tmp_path):
     assert dis.returncode == 0, dis.stderr
     assert "machine code of norm (" in dis.stdout and "  none: machine code would never run" in dis.stdout
     assert dis.stdout.count("  none: ") == 2, dis.stdout
+
+
+SHORT_CALLS = """\
+def labelled(o, n: int) -> int:
+    name = str(o)
+    t = 0
+    for i in range(n):
+        t += i * i % 7
+    return t + len(name)
+
+
+def few(n: int) -> int:
+    t = 0
+    for i in range(n):
+        t += i ^ (i >> 3)
+    return t
+"""
+
+SHORT_CALLS_SCRIPT = """\
+import ppy, short
+a = sum(short.labelled(k, 1000) for k in range(300))
+b = sum(short.few(3000) for k in range(20))
+print(a, b)
+"""
+
+
+def test_short_calls_enter_machine_code_at_their_loops(runner, tmp_path):
+    """labelled starts with object code, so its machine code is entered at a
+    loop; each call loops 1,000 times, fewer than a frame's check interval,
+    yet every call after it is compiled enters machine code at its first back
+    edge. few is called 20 times (never hot by its calls), 3,000 back edges
+    each: hot by their sum, so compiled for its loops."""
+    (tmp_path / "short.ppy").write_text(SHORT_CALLS)
+    run = runner.python("-c", SHORT_CALLS_SCRIPT, cwd=tmp_path, PPY_TRACE="1")
+    expected = runner.python("-c", SHORT_CALLS_SCRIPT, cwd=tmp_path, PPY_IMPORT="python")
+    assert run.returncode == 0 and run.stdout == expected.stdout, run.stderr
+    calls, entries = trace_counts(run.stderr, "short.labelled")
+    assert calls == 300 and entries >= 150, run.stderr
+    assert "jit: compiled few (trigger: loop)" in run.stderr, run.stderr
+    calls, entries = trace_counts(run.stderr, "short.few")
+    assert calls == 20 and 0 < entries < 20, run.stderr
