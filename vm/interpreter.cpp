@@ -1809,9 +1809,10 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   };
   // PPY_JIT=eager enters machine code at the first back edge of a loop the
   // function reaches on the interpreter (after object code before it), so
-  // that short loops run it too; otherwise every kBackEdgesPerCheck. A
-  // prange chunk enters it at its first back edge if the function has it
-  // (the loop is hot as a whole: the chunks are its pieces).
+  // that short loops run it too; otherwise every kBackEdgesPerCheck, or at
+  // the first back edge once the function is compiled (at the frame's start,
+  // below). A prange chunk enters it at its first back edge if the function
+  // has it (the loop is hot as a whole: the chunks are its pieces).
   uint32_t ticks = g_tiering.mode == JitMode::kEager || chunk != nullptr ? 1 : kBackEdgesPerCheck;
   // The back edges since the last credit are period - ticks: credited to the
   // function's count at every loop check and when the frame ends, so that
