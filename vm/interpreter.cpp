@@ -2158,7 +2158,7 @@ grown_int_instruction : {
         goto error;
       }
       R(in.a).i = R(in.b).o == Py_True;
-    } else if (!UnboxInt(R(in.b).o, &R(in.a).i)) {
+    } else if (!UnboxIndexValue(R(in.b).o, &R(in.a).i)) {
       goto error;
     }
   }

@@ -982,6 +982,15 @@ bool UnboxInt(PyObject* obj, int64_t* out) {
                                      "convert with int())");
     return false;
   }
+  if (PyLong_Check(obj) && !PyLong_CheckExact(obj)) {  // an IntEnum member would print as its value
+    PyErr_Format(PyExc_TypeError, "expected an int, got %.200s (a typed int holds an exact int, not a subclass; "
+                 "convert with int())", Py_TYPE(obj)->tp_name);
+    return false;
+  }
+  return UnboxIndexValue(obj, out);
+}
+
+bool UnboxIndexValue(PyObject* obj, int64_t* out) {
   PyObject* index = PyNumber_Index(obj);
   if (index == nullptr) return false;
   int overflow = 0;
@@ -998,9 +1007,14 @@ bool UnboxInt(PyObject* obj, int64_t* out) {
 }
 
 bool UnboxFloat(PyObject* obj, double* out) {
-  if (PyFloat_Check(obj)) {
+  if (PyFloat_CheckExact(obj)) {
     *out = PyFloat_AS_DOUBLE(obj);
     return true;
+  }
+  if (PyFloat_Check(obj)) {  // numpy.float64 divides by zero into inf, a subclass may override +
+    PyErr_Format(PyExc_TypeError, "expected a float, got %.200s (a typed float holds an exact float, not a "
+                 "subclass; convert with float())", Py_TYPE(obj)->tp_name);
+    return false;
   }
   PyErr_Format(PyExc_TypeError, "expected a float, got %.200s (ppy does not turn other values into floats "
                "implicitly; convert with float())", Py_TYPE(obj)->tp_name);

@@ -405,11 +405,17 @@ inline bool ArgumentFits(PyObject* obj, const Param& param, Value* out) {
   return false;
 }
 
-// Unboxing a dynamic value into a typed local: an int (anything with
-// __index__) that fits 64 bits, a float (a float instance: an int is not
-// silently made a float), a bool. TypeError otherwise.
+// Unboxing a dynamic value into a typed local: an int that fits 64 bits (an
+// exact int, or a value with __index__ that is no int, as numpy's ints), a
+// float (an exact float: an int is not silently made a float). A subclass of
+// int or float (bool, an IntEnum, numpy.float64) is refused with a TypeError,
+// as anything else: the typed local would lose its type (its repr, its
+// operators, numpy's division by zero) where CPython keeps it.
 bool UnboxInt(PyObject* obj, int64_t* out);
 bool UnboxFloat(PyObject* obj, double* out);
+// An index (operator.index's, bools and int subclasses included) that fits
+// 64 bits; OverflowError or TypeError otherwise.
+bool UnboxIndexValue(PyObject* obj, int64_t* out);
 // A complex (or a subclass) as its two parts; TypeError for anything else.
 bool UnboxComplex(PyObject* obj, double* real, double* imag);
 // a / b and abs(z) for complex values, by CPython's own routines; where those
