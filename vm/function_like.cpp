@@ -17,6 +17,25 @@ PyObject* GetAttr(PyObject* op, PyObject* name) {
   return PyObject_GetAttr(Of(op)->python, name);
 }
 
+// Setting an attribute: into the instance dict, as on a Python function,
+// except what a call of the Python function reads (its defaults, its code):
+// compiled calls bind the defaults and run the code they were compiled with,
+// so a change there would be ignored; it raises instead.
+int SetAttr(PyObject* op, PyObject* name, PyObject* value) {
+  static const char* const kBoundAtCompile[] = {"__defaults__", "__kwdefaults__", "__code__"};
+  if (PyUnicode_Check(name)) {
+    for (const char* bound : kBoundAtCompile) {
+      if (PyUnicode_CompareWithASCIIString(name, bound) == 0) {
+        PyErr_Format(PyExc_AttributeError,
+                     "cannot change %U of the compiled function %U: its calls use what it was compiled with "
+                     "(rebind the name to a new function instead)", name, Of(op)->qualname);
+        return -1;
+      }
+    }
+  }
+  return PyObject_GenericSetAttr(op, name, value);
+}
+
 int SetString(PyObject** slot, PyObject* value, const char* what) {
   if (value == nullptr || !PyUnicode_Check(value)) {
     PyErr_Format(PyExc_TypeError, "%s must be set to a string object", what);
@@ -73,6 +92,7 @@ void SetFunctionLikeSlots(PyTypeObject* type) {
   type->tp_call = PyVectorcall_Call;
   type->tp_descr_get = DescrGet;
   type->tp_getattro = GetAttr;
+  type->tp_setattro = SetAttr;
   type->tp_members = kMembers;
   type->tp_dictoffset = offsetof(FunctionLike, dict);
   type->tp_weaklistoffset = offsetof(FunctionLike, weakreflist);

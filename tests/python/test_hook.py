@@ -225,6 +225,72 @@ def test_a_bool_stored_into_an_int_local_is_refused(runner, tmp_path):
     assert 'unbox.ppy", line 2, in as_int' in result.stderr
 
 
+SUBCLASS_VALUES = """\
+    def as_int(xs, i: int) -> int:
+        n: int = xs[i]
+        return n + 1
+
+    def as_float(xs, count: int) -> float:
+        t: float = 0.0
+        for i in range(count):
+            v: float = xs[i % len(xs)]
+            t += v / (i + 1)
+        return t
+    """
+
+SUBCLASS_CALLS = """\
+import enum, ppy, traceback, unbox
+class Color(enum.IntEnum):
+    RED = 1
+class Noisy(float):
+    def __truediv__(self, other):
+        return 1000.0
+print(unbox.as_int([4, 5], 1), unbox.as_float([2.0, 4.0], 4))
+for call in (lambda: unbox.as_int([Color.RED], 0), lambda: unbox.as_float([2.0, Noisy(1.0)], 4)):
+    try:
+        call()
+    except TypeError as e:
+        print(e, traceback.extract_tb(e.__traceback__)[-1].lineno)
+"""
+
+
+def test_int_and_float_subclasses_stored_into_typed_locals_are_refused(runner, tmp_path):
+    # CPython keeps an IntEnum member (its repr) and a float subclass (its
+    # operators; numpy.float64 divides by zero into inf): a typed local would
+    # silently drop them, so it refuses them, as it refuses a bool.
+    _write(tmp_path, "unbox.ppy", SUBCLASS_VALUES)
+    result = runner.python("-c", SUBCLASS_CALLS, cwd=tmp_path)
+    assert result.stdout.splitlines() == [
+        "6 5.666666666666667",
+        "expected an int, got Color (a typed int holds an exact int, not a subclass; convert with int()) 2",
+        "expected a float, got Noisy (a typed float holds an exact float, not a subclass; convert with float()) 8",
+    ], result.stderr
+
+
+def test_defaults_and_code_of_a_compiled_function_cannot_be_changed(runner, tmp_path):
+    # Its calls bind the defaults it was compiled with: a change would be
+    # silently ignored, so it raises; other attributes are set as usual.
+    _write(tmp_path, "defaults.ppy", """\
+        def scale(a: float, b: float = 2.0) -> float:
+            return a * b
+        """)
+    script = textwrap.dedent("""\
+        import ppy, defaults
+        for name in ("__defaults__", "__kwdefaults__", "__code__"):
+            try:
+                setattr(defaults.scale, name, None)
+            except AttributeError as e:
+                print(e)
+        defaults.scale.note = "kept"
+        print(defaults.scale(1.5), defaults.scale.__defaults__, defaults.scale.note)
+        """)
+    result = runner.python("-c", script, cwd=tmp_path)
+    assert result.stdout.splitlines() == [
+        f"cannot change {name} of the compiled function scale: its calls use what it was compiled with "
+        "(rebind the name to a new function instead)" for name in ("__defaults__", "__kwdefaults__", "__code__")
+    ] + ["3.0 (2.0,) kept"], result.stderr
+
+
 def test_import_ppy_is_cheap_and_loads_no_compiler(runner):
     result = runner.python("-c", "import sys, ppy; print('ppy._ppy' in sys.modules, 'ast' in sys.modules)")
     assert result.stdout == "False False\n"
