@@ -18,6 +18,7 @@
 #include "build_id.h"
 #include "regions/region_function.h"
 #include "vm/function_object.h"
+#include "vm/gil.h"
 #include "vm/interpreter.h"
 #include "vm/tiering.h"
 #include "vm/serialize.h"
@@ -331,6 +332,7 @@ PyMODINIT_FUNC PyInit__ppy() {
   PyObject* module = PyModule_Create(&ppy::kModule);
   if (module == nullptr) return nullptr;
   ppy::jit::Install();
+  ppy::LearnMainThread();
   if (!ppy::InitFunctionTypes(module) || !ppy::regions::InstallRegionTier(module)) {
     Py_DECREF(module);
     return nullptr;

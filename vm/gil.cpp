@@ -3,6 +3,7 @@
 #include "vm/gil.h"
 
 #include <time.h>
+#include <unistd.h>
 
 namespace ppy {
 
@@ -11,7 +12,7 @@ constinit thread_local GilState t_gil PPY_FAST_TLS;
 void TakeGilSlow() {
   PyThreadState* state = t_gil.released;
   t_gil.released = nullptr;
-  PyEval_RestoreThread(state);
+  RestoreThread(state);
 }
 
 void ReleaseGilAgain() {
@@ -48,7 +49,34 @@ unsigned long MainThread() {
   return main;
 }
 
+bool IsFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 }  // namespace
+
+void LearnMainThread() { MainThread(); }
+
+void RestoreThread(PyThreadState* state) {
+  const unsigned long main = g_main_thread.load(std::memory_order_relaxed);
+  if (IsFinalizing() && main != 0 && PyThread_get_thread_ident() != main) {
+    for (;;) pause();
+  }
+  PyEval_RestoreThread(state);
+}
+
+bool YieldGilIfDue() {
+  constexpr uint64_t kSwitchIntervalNs = 5'000'000;
+  const uint64_t now = MonotonicNs();
+  if (now - t_gil.last_switch_ns < kSwitchIntervalNs) return false;
+  t_gil.last_switch_ns = now;
+  RestoreThread(PyEval_SaveThread());
+  return true;
+}
 
 bool PollInterrupts() {
   if (t_gil.stop != nullptr) {

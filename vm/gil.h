@@ -34,9 +34,25 @@ struct GilState {
   const std::atomic<bool>* stop = nullptr;
   bool stopped = false;
   uint64_t last_signal_poll_ns = 0;
+  uint64_t last_switch_ns = 0;  // when YieldGilIfDue last let other threads run
 };
 extern constinit thread_local GilState t_gil PPY_FAST_TLS;
 
+// PyEval_RestoreThread, except in a thread other than the main one once the
+// interpreter finalizes: CPython would end the thread there (pthread_exit, an
+// unwind that noexcept destructors and machine code without unwind tables
+// turn into an abort), so it waits for the process to end instead, holding
+// nothing, as CPython 3.14's own threads do.
+void RestoreThread(PyThreadState* state);
+// Learns which thread is Python's main one (at the extension's import, with
+// the GIL).
+void LearnMainThread();
+// At a loop check of a frame that holds the GIL: every switch interval (5
+// ms, CPython's default), releases it and takes it back, so that a thread
+// waiting for it runs, as CPython's eval loop lets one at its back edges (a
+// loop that waits on another thread's store would spin for ever). True if
+// it did (other threads' Python code may have run).
+bool YieldGilIfDue();
 [[gnu::cold]] void TakeGilSlow();
 // Takes the GIL back if this thread released it: before anything that touches
 // Python. A no-op while it is held.
@@ -60,7 +76,7 @@ class NogilScope {
     if (--t_gil.depth == 0 && t_gil.released != nullptr) {
       PyThreadState* state = t_gil.released;
       t_gil.released = nullptr;
-      PyEval_RestoreThread(state);
+      RestoreThread(state);
     }
   }
   NogilScope(const NogilScope&) = delete;
