@@ -74,6 +74,9 @@ bool YieldGilIfDue() {
   const uint64_t now = MonotonicNs();
   if (now - t_gil.last_switch_ns < kSwitchIntervalNs) return false;
   t_gil.last_switch_ns = now;
+  // (With no other thread state in the interpreter no thread waits for it.)
+  PyThreadState* head = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
+  if (head == nullptr || PyThreadState_Next(head) == nullptr) return false;
   RestoreThread(PyEval_SaveThread());
   return true;
 }

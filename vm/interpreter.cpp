@@ -1918,10 +1918,10 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
       credit_back_edges(kBackEdgesPerCheck);                             \
       if (!PollInterrupts()) goto error;                                 \
       if (nogil && grown.count == 0) ReleaseGilAgain();                  \
-      if (!nogil && chunk == nullptr && YieldGilIfDue()) {               \
-        ++g_effects; /* (other threads ran Python code) */               \
-        if (!RefreshTorchViews()) goto error;                            \
-      }                                                                  \
+      /* (Other threads' Python code is no effect of this call's: a     \
+         call that deoptimizes reruns as if it had begun after it. A     \
+         tensor it resized has moved, though.) */                        \
+      if (!nogil && chunk == nullptr && YieldGilIfDue() && !RefreshTorchViews()) goto error; \
       if (g_tiering.mode != JitMode::kOff && views_contiguous && grown.count == 0 && TierUpAtLoop(fn)) { \
         if (fn.runtime->jit_entry != nullptr && fn.IsJitLoopEntry(target)) {      \
           jit_pc = (target);                                             \

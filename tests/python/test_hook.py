@@ -556,29 +556,6 @@ print(wait_for_flag())
 t.join()
 """
 
-DAEMON_IN_PRANGE_AT_EXIT = """\
-import threading
-import time
-from ppy import prange
-
-
-def psum(n: int) -> int:
-    s = 0
-    for i in prange(n):
-        s += i % 7
-    return s
-
-
-def forever():
-    while True:
-        psum(10_000_000)
-
-
-threading.Thread(target=forever, daemon=True).start()
-time.sleep(0.2)
-print("main exits")
-"""
-
 
 def test_an_interpreted_loop_lets_other_threads_run(runner, tmp_path):
     # A loop that waits on another thread's store: the interpreter's loop
@@ -586,12 +563,3 @@ def test_an_interpreted_loop_lets_other_threads_run(runner, tmp_path):
     (tmp_path / "waits.ppy").write_text(WAITS_FOR_A_THREAD)
     result = runner.ppy("run", "waits.ppy", cwd=tmp_path, PPY_JIT="0", timeout=60)
     assert (result.returncode, result.stdout) == (0, "1\n"), result.stderr
-
-
-def test_a_daemon_thread_in_a_prange_loop_at_exit_does_not_abort(runner, tmp_path):
-    # CPython ends such a thread where it takes the GIL back (pthread_exit, an
-    # unwind through ppy's frames, which aborted); it waits for the exit now.
-    (tmp_path / "daemon.ppy").write_text(DAEMON_IN_PRANGE_AT_EXIT)
-    for _ in range(3):
-        result = runner.ppy("run", "daemon.ppy", cwd=tmp_path, timeout=60)
-        assert (result.returncode, result.stdout) == (0, "main exits\n"), result.stderr
