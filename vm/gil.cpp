@@ -5,6 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vm/python_compat.h"
+
 namespace ppy {
 
 constinit thread_local GilState t_gil PPY_FAST_TLS;
@@ -47,14 +49,6 @@ unsigned long MainThread() {
   g_main_thread.store(main, std::memory_order_relaxed);
   ReleaseGilAgain();
   return main;
-}
-
-bool IsFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
 }
 
 }  // namespace

@@ -1965,7 +1965,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
       // Machine code that starts at a loop: entered at this frame's first
       // back edge, not after a check interval that a short call never
       // reaches.
-      ticks = period = 1;
+      credit_back_edges(1);
     }
     if (fn.unbox_slots > 0 && g_tiering.unbox && !nogil) {
       // (No slot is live at pc 0: every web is defined before it is read.)

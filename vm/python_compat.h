@@ -46,6 +46,16 @@ inline constexpr const char kFloatModuloByZero[] = "float modulo by zero";
 inline constexpr const char kFloatModuloByZero[] = "float modulo";
 #endif
 
+// Whether the interpreter has begun to finalize (3.13 made the function
+// public under a new name).
+inline bool IsFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 // A call of a compiled function counts against the recursion limit as a call
 // of the Python function would. Up to 3.11 one counter served Python and C
 // calls (Py_EnterRecursiveCall); from 3.12 Python frames have their own,
