@@ -105,27 +105,45 @@ PyObject* AfterFailedCall(FunctionObject* self, PyObject* const* args, size_t na
 }
 
 // The most parameters the scalar fast path of FunctionVectorcall takes.
-constexpr size_t kMaxScalarCallParams = 8;
+constexpr int kMaxScalarCallParams = 8;
 
+// What FunctionObject::scalar_call_arity holds for a new Function of `code`.
+int ScalarCallArity(const FunctionCode& code) {
+  const bool fast = !code.nogil && code.num_kwonly == 0 && code.num_params() <= kMaxScalarCallParams;
+  return fast ? code.num_params() : -1;
+}
+
+PyObject* FunctionVectorcallGeneral(FunctionObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames);
+
+// The commonest call from Python, made with no binding and nothing to borrow:
+// every parameter by position (none keyword-only), none a buffer
+// (ArgumentFits refuses those, and the general path borrows them), each
+// argument of exactly its parameter's type. Everything else, and a call that
+// fails, goes to FunctionVectorcallGeneral (so that this function stays small
+// enough for its frame to cost next to nothing).
 PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<FunctionObject*>(callable);
-  // The commonest call from Python, made with no binding and nothing to
-  // borrow: every parameter by position (none keyword-only), none a buffer
-  // (ArgumentFits refuses those, and the general path borrows them), each
-  // argument of exactly its parameter's type.
-  if (kwnames == nullptr && self->specializations == nullptr && !self->code->nogil && self->code->num_kwonly == 0 &&
-      static_cast<size_t>(PyVectorcall_NARGS(nargsf)) == self->code->params.size() &&
-      self->code->params.size() <= kMaxScalarCallParams) {
+  const Py_ssize_t count = PyVectorcall_NARGS(nargsf);
+  if (kwnames == nullptr && count == self->scalar_call_arity) {
     const FunctionCode& fn = *self->code;
+    const Param* params = fn.params.data();
     Value values[kMaxScalarCallParams];
     bool fits = true;
-    for (size_t i = 0; i < fn.params.size() && fits; ++i) fits = ArgumentFits(args[i], fn.params[i], &values[i]);
+    for (Py_ssize_t i = 0; i < count && fits; ++i) fits = ArgumentFits(args[i], params[i], &values[i]);
     if (fits) {
       Value result;
       if (CallTyped(fn, values, &result)) return BoxValue(fn.result, result);
       return AfterFailedCall(self, args, nargsf, kwnames);
     }
   }
+  return FunctionVectorcallGeneral(self, args, nargsf, kwnames);
+}
+
+// Every call the fast path of FunctionVectorcall does not take: by Python's
+// binding rules, with buffers borrowed for the call, through an
+// element-generic function's specializations.
+__attribute__((noinline)) PyObject* FunctionVectorcallGeneral(FunctionObject* self, PyObject* const* args,
+                                                              size_t nargsf, PyObject* kwnames) {
   if (self->specializations != nullptr) {
     // Element-generic: the specialization for the argument's element type.
     PyObject* argument = GenericArgument(self, args, nargsf, kwnames);
@@ -292,6 +310,7 @@ PyObject* NewFunction(CompiledModuleObject* module, Py_ssize_t index, PyObject* 
   fn->code = &code;
   fn->generic_param = -1;
   fn->specializations = nullptr;
+  fn->scalar_call_arity = ScalarCallArity(code);
   bool ready = InitFunctionLike(&fn->head, FunctionVectorcall, python);
   PyObject_GC_Track(fn);
   if (!ready) {
@@ -314,6 +333,7 @@ PyObject* NewGenericFunction(BinderObject* binder, PyObject* python) {
     return nullptr;
   }
   main->generic_param = binder->generic_param;
+  main->scalar_call_arity = -1;  // (every call goes through the specializations)
   main->specializations = PyTuple_New(kElemTypeCount);
   if (main->specializations == nullptr) {
     Py_DECREF(main);

@@ -34,6 +34,11 @@ struct FunctionObject {
   // specialization, or, with none, to the Python function.
   int generic_param;
   PyObject* specializations;
+  // The number of arguments a call of the scalar fast path passes (every
+  // parameter, by position), or -1 for a function that has none: one with
+  // keyword-only parameters, more than kMaxScalarCallParams, specializations,
+  // or @ppy.nogil (see FunctionVectorcall).
+  int scalar_call_arity;
 };
 
 extern PyTypeObject CompiledModuleType;

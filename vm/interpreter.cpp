@@ -778,6 +778,44 @@ inline void ZeroWords(void* to, int count) {
   }
 }
 
+// The bytes of a frame of `fn`: its registers, a spare word, and past them
+// the unboxing slots of unboxed code (vm/unbox.h).
+inline size_t FrameBytes(const FunctionCode& fn) { return sizeof(Value) * (fn.num_registers() + 1 + fn.unbox_slots); }
+
+// A call's frame: the arguments, the constants after them, every other
+// register zero. Word by word: a frame holds a few registers, for which a
+// call of memcpy or memset costs more than the copy (see CopyWords).
+inline void MakeFrame(const FunctionCode& fn, const Value* args, Value* regs) {
+  const int num_params = fn.num_params();
+  const int end_of_constants = fn.end_of_constants();
+  CopyWords(regs, args, num_params);
+  if (end_of_constants > num_params) {  // (data() may be null when there are none)
+    CopyWords(regs + num_params, fn.initial_constants.data(), end_of_constants - num_params);
+  }
+  ZeroWords(regs + end_of_constants, fn.num_registers() - end_of_constants);
+}
+
+// The global versions machine code checks its cached globals against.
+inline const ModuleVersions* ModuleVersionsOf(const FunctionCode& fn) {
+  static constexpr ModuleVersions kNoVersions;
+  return fn.module != nullptr ? &fn.module->versions : &kNoVersions;
+}
+
+// Whether a call of `fn` runs its machine code from the first instruction
+// with no interpreter frame around it (RunMachineCodeFrame): compiled, past
+// the choice of a value specialization (so that TierUpAtCall has nothing
+// left to do and no value needs recording), entered at its start, and a
+// scalar frame (FunctionCode::scalar_frame: nothing to own, release or check
+// for contiguity). Each test is one the interpreter's frame makes at its
+// start, in the order it makes them.
+inline bool RunsMachineCodeDirectly(const FunctionCode& fn) {
+  const FunctionRuntime& runtime = *fn.runtime;
+  return fn.scalar_frame && runtime.jit_state.load(std::memory_order_acquire) == JitState::kCompiled &&
+         runtime.special_state.load(std::memory_order_relaxed) != JitState::kNone && runtime.jit_enters_at_start;
+}
+
+bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result);
+
 constinit thread_local uintptr_t t_stack_limit PPY_FAST_TLS = 0;
 
 [[gnu::cold, gnu::noinline]] uintptr_t ComputeStackLimit() {
@@ -828,6 +866,8 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
     uint64_t started = Now();
     ok = Interpret(fn, args, result);
     fn.runtime->nanoseconds += Now() - started;
+  } else if (!nogil && RunsMachineCodeDirectly(fn)) {
+    ok = RunMachineCodeFrame(fn, args, result);
   } else {
     ok = Interpret(fn, args, result);
   }
@@ -1726,11 +1766,50 @@ struct ChunkStart {
   bool views_contiguous;
 };
 
-bool Execute(const FunctionCode& fn, const Value* args, Value* result, const ChunkStart* start);
+// A frame whose machine code, entered at the function's start by
+// RunMachineCodeFrame, left it otherwise than by returning: the registers it
+// left, what its entry returned, and g_effects when the call began.
+struct MachineCodeExit {
+  Value* regs;
+  int64_t outcome;
+  uint64_t effects_at_entry;
+};
+
+bool Execute(const FunctionCode& fn, const Value* args, Value* result, const ChunkStart* start,
+             const MachineCodeExit* exit = nullptr);
 
 }  // namespace
 
 bool Interpret(const FunctionCode& fn, const Value* args, Value* result) { return Execute(fn, args, result, nullptr); }
+
+namespace {
+
+// A call of a function RunsMachineCodeDirectly allows: its frame, made as
+// Execute makes it, runs the machine code from pc 0, as Execute's enter_jit
+// does (with the value specialization where the frame holds its values).
+// Only a return ends it here; a side exit or an error goes on in Execute
+// from where the machine code left, on this frame, as if Execute had
+// entered it (the common call of a small function from Python pays for no
+// interpreter frame).
+bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result) {
+  Value* regs = static_cast<Value*>(alloca(FrameBytes(fn)));
+  MakeFrame(fn, args, regs);
+  FunctionRuntime& runtime = *fn.runtime;
+  const uint64_t effects_at_entry = g_effects;
+  JitCallContext context{g_tiering.helpers, &fn, ModuleVersionsOf(fn)};
+  runtime.jit_entries.Bump(false);
+  JitFunction entry = runtime.jit_entry;
+  if (runtime.special_state.load(std::memory_order_acquire) == JitState::kCompiled && SpecialMatches(runtime, regs)) {
+    entry = runtime.special_entry;
+    runtime.special_entries.Bump(false);
+  }
+  const int64_t outcome = entry(regs, result, &context, 0);
+  if (__builtin_expect(outcome == kJitReturned, 1)) return true;
+  const MachineCodeExit exit{regs, outcome, effects_at_entry};
+  return Execute(fn, nullptr, result, nullptr, &exit);
+}
+
+}  // namespace
 
 bool InterpretChunk(const FunctionCode& fn, Value* regs, int pc, bool views_contiguous, const PrangeChunk& chunk) {
   Value ignored;
@@ -1746,7 +1825,8 @@ namespace {
 // frame, whose object registers it never touches (the verifier allows only
 // instructions flagged JIT in a prange loop, and those name no object
 // register), from the loop's test to its PRANGE_END.
-bool Execute(const FunctionCode& fn, const Value* args, Value* result, const ChunkStart* start) {
+bool Execute(const FunctionCode& fn, const Value* args, Value* result, const ChunkStart* start,
+             const MachineCodeExit* exit) {
   const int num_registers = fn.num_registers();
   const PrangeChunk* const chunk = start ? start->chunk : nullptr;
   Value* regs;
@@ -1754,23 +1834,16 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   // multiply: a frame that holds a view strided there (a[::2], m[:, 1], a
   // transposed matrix) stays on the interpreter.
   bool views_contiguous = true;
-  if (__builtin_expect(start == nullptr, 1)) {
-    const int num_params = fn.num_params();
-    const int end_of_constants = fn.end_of_constants();
-    // (Past the registers: the unboxing slots of unboxed code, vm/unbox.h.)
-    regs = static_cast<Value*>(alloca(sizeof(Value) * (num_registers + 1 + fn.unbox_slots)));
-    // Word by word: a frame holds a few registers, for which a call of
-    // memcpy or memset costs more than the copy (see CopyWords).
-    CopyWords(regs, args, num_params);
-    if (end_of_constants > num_params) {  // (data() may be null when there are none)
-      CopyWords(regs + num_params, fn.initial_constants.data(), end_of_constants - num_params);
-    }
-    ZeroWords(regs + end_of_constants, num_registers - end_of_constants);
+  if (__builtin_expect(exit != nullptr, 0)) {
+    regs = exit->regs;  // (a scalar frame: no view at all)
+  } else if (__builtin_expect(start == nullptr, 1)) {
+    regs = static_cast<Value*>(alloca(FrameBytes(fn)));
+    MakeFrame(fn, args, regs);
     if (!fn.object_params.empty()) {
       TakeGil();  // (a nogil thread's callee that takes objects)
       for (uint8_t reg : fn.object_params) Py_INCREF(regs[reg].o);
     }
-    for (int reg = 0; reg < num_params && fn.num_buffer_params > 0; ++reg) {
+    for (int reg = 0; reg < fn.num_params() && fn.num_buffer_params > 0; ++reg) {
       if (fn.registers[reg].kind == Kind::kBuffer && !InnermostContiguous(*regs[reg].u)) views_contiguous = false;
     }
   } else {
@@ -1782,7 +1855,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   // g_effects is unchanged (see RaiseDeoptimize). A prange chunk is never
   // pure: its caller cannot be abandoned (it counted the loop as an effect),
   // so nothing in it may deoptimize or grow an int.
-  const uint64_t effects_at_entry = chunk == nullptr ? g_effects : g_effects - 1;
+  const uint64_t effects_at_entry = exit != nullptr ? exit->effects_at_entry : chunk == nullptr ? g_effects : g_effects - 1;
 
   // The code the frame runs: the function's, or its unboxed version
   // (vm/unbox.h), which has the same pcs. A frame moves between the two.
@@ -1950,12 +2023,17 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
 
   Instr in;
   int64_t jit_pc = 0;
+  int64_t outcome = kJitReturned;  // what the machine code's entry returned
   PyObject* unbox_value = nullptr;  // (what FOR_ITER_GF and LOAD_ATTR_GF hand unbox_result)
   // The machine code enter_jit enters: the function's, or its unboxed
   // version's (UnboxedCode::machine, on the unboxed code's registers).
   const FunctionCode* jit_fn = &fn;
   // A prange chunk's error already has this function's frame, at its line.
   bool traced = false;
+  if (exit != nullptr) {
+    outcome = exit->outcome;
+    goto machine_code_left;
+  }
   if (chunk == nullptr && g_tiering.mode != JitMode::kOff) {
     if (!fn.value_params.empty() && fn.runtime->special_state.load(std::memory_order_relaxed) == JitState::kNone) {
       RecordValues(fn, regs);
@@ -1991,8 +2069,7 @@ enter_jit : {
   // Machine code holds no Python object: a nogil thread runs it without the
   // GIL even if something before (a compile, say) took it back.
   if (nogil) ReleaseGilAgain();
-  static constexpr ModuleVersions kNoVersions;
-  JitCallContext context{g_tiering.helpers, &machine, fn.module != nullptr ? &fn.module->versions : &kNoVersions};
+  JitCallContext context{g_tiering.helpers, &machine, ModuleVersionsOf(fn)};
   fn.runtime->jit_entries.Bump(nogil);
   JitFunction entry = machine.runtime->jit_entry;
   if (&machine == &fn && fn.runtime->special_state.load(std::memory_order_acquire) == JitState::kCompiled &&
@@ -2000,7 +2077,9 @@ enter_jit : {
     entry = fn.runtime->special_entry;
     fn.runtime->special_entries.Bump(nogil);
   }
-  int64_t outcome = entry(regs, result, &context, jit_pc);
+  outcome = entry(regs, result, &context, jit_pc);
+}
+machine_code_left : {
   if (outcome != kJitReturned) {
     // Machine code does not count its stores: leaving where one may have run
     // counts them (FunctionCode::after_store).

@@ -105,6 +105,7 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
         fn->owned_objects.push_back(static_cast<uint8_t>(reg));
       }
     }
+    fn->scalar_frame = fn->object_params.empty() && fn->owned_objects.empty() && fn->num_buffer_params == 0;
   }
   return Status();
 }

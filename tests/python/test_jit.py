@@ -565,3 +565,60 @@ def test_short_calls_enter_machine_code_at_their_loops(runner, tmp_path):
     assert "jit: compiled few (trigger: loop)" in run.stderr, run.stderr
     calls, entries = trace_counts(run.stderr, "short.few")
     assert calls == 20 and 0 < entries < 20, run.stderr
+
+
+SMALL_CALLS = """\
+def step(x: int, y: int) -> int:
+    return x * y + 1
+
+
+def ratio(x: float, y: float) -> float:
+    return x / y
+
+
+def grow(x: int) -> int:
+    return x * x
+
+
+def clip(x: int) -> int:
+    if x > 5:
+        return 5
+    return x
+"""
+
+SMALL_CALLS_SCRIPT = """\
+import ppy, small
+print(sum(small.step(i, 3) for i in range(500)))
+print(sum(small.clip(i % 9) for i in range(500)))
+print(sum(small.ratio(float(i), 4.0) for i in range(500)))
+for y in (2.0, 0.0):
+    try:
+        print(small.ratio(1.0, y))
+    except ZeroDivisionError as e:
+        import traceback
+        print("ZeroDivisionError", e, traceback.extract_tb(e.__traceback__)[-1].line)
+print(sum(small.grow(i) for i in range(500)), small.grow(2**40), small.grow(-2**33))
+"""
+
+
+def test_small_functions_called_from_python_run_machine_code_directly(runner, tmp_path):
+    """A compiled function with a scalar frame, called from Python, runs its
+    machine code from its first instruction with no interpreter frame
+    (vm/interpreter.cpp, RunMachineCodeFrame): every call enters machine
+    code; one that raises there (a division by zero) gets its .ppy line in
+    the traceback; one whose int outgrows 64 bits deoptimizes to Python and
+    returns CPython's int, as on the interpreter."""
+    (tmp_path / "small.ppy").write_text(SMALL_CALLS)
+    expected = runner.python("-c", SMALL_CALLS_SCRIPT, cwd=tmp_path, PPY_IMPORT="python")
+    assert expected.returncode == 0, expected.stderr
+    for env in ({}, {"PPY_JIT": "eager"}, {"PPY_JIT": "0"}):
+        run = runner.python("-c", SMALL_CALLS_SCRIPT, cwd=tmp_path, PPY_TRACE="1", **env)
+        assert run.returncode == 0 and run.stdout == expected.stdout, (env, run.stderr)
+        assert "ZeroDivisionError float division by zero return x / y" in run.stdout
+        if env.get("PPY_JIT") == "0":
+            continue
+        # Hot after 100 calls by default: the 400 after it all enter machine code.
+        calls, entries = trace_counts(run.stderr, "small.step")
+        assert calls == 500 and entries >= 400, run.stderr
+        calls, entries = trace_counts(run.stderr, "small.ratio")
+        assert calls == 502 and entries >= 400, run.stderr
