@@ -1567,15 +1567,11 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
       SetObject(regs[in.a], value);
       return true;
     }
-    default:
+    default: {
       // An index or an element: ints that must fit 64 bits, where CPython
-      // raises for one this large.
-      if (!HasFlag(in.op, kFlagStore)) {
-        PyErr_SetString(PyExc_IndexError, "cannot fit 'int' into an index-sized integer");
-        return false;
-      }
-      // buf[i] = value, the value grown: the exporter's own error for it,
-      // after the checks that come first there (as in the store's handler).
+      // raises for one this large. buf[i] = value, the value grown: the
+      // exporter's own error for it, after the checks that come first there
+      // (as in the store's handler).
       if ((in.op == Op::STORE_I64 || in.op == Op::STORE_I) && grown.At(in.c) != nullptr &&
           grown.At(in.b) == nullptr) {
         const BufferView& view = *regs[in.a].u;
@@ -1583,7 +1579,23 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
         if (!StoreOffset(view, regs[in.b].i, &at)) return false;
         return RaiseGrownElementOverflow(view, grown.At(in.c));
       }
+      // Else a grown index of a buffer access, read or store: the exporter
+      // refuses it (the buffer is the instruction's buffer operand).
+      const OpInfo& info = kOpInfo[static_cast<int>(in.op)];
+      const Mode modes[] = {info.a, info.b, info.c};
+      const int64_t operands[] = {in.a, in.b, in.c};
+      for (int k = 0; k < 3; ++k) {
+        if (modes[k] == Mode::krU || modes[k] == Mode::krUd || modes[k] == Mode::krUq || modes[k] == Mode::krUf ||
+            modes[k] == Mode::krUi) {
+          return RaiseGrownIndexError(*regs[operands[k]].u);
+        }
+      }
+      if (!HasFlag(in.op, kFlagStore)) {
+        PyErr_SetString(PyExc_IndexError, "cannot fit 'int' into an index-sized integer");
+        return false;
+      }
       return RaiseIntOverflow(fn, pc, what);
+    }
   }
 }
 

@@ -227,6 +227,24 @@ bool RaiseIndexError(const BufferView& view, int64_t index, bool store) {
   return false;
 }
 
+bool RaiseGrownIndexError(const BufferView& view) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
+  switch (view.exporter) {
+    case Exporter::kNumpy:
+      PyErr_SetString(PyExc_IndexError,
+                      "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean "
+                      "arrays are valid indices");
+      break;
+    case Exporter::kTorch:
+      PyErr_SetString(PyExc_ValueError, "Overflow when unpacking long long");
+      break;
+    default:  // array.array, bytes, bytearray, memoryview: PyNumber_AsSsize_t's words
+      PyErr_SetString(PyExc_IndexError, "cannot fit 'int' into an index-sized integer");
+      break;
+  }
+  return false;
+}
+
 bool RaiseAxisIndexError(const BufferView& view, int axis, int64_t index) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
   switch (view.exporter) {

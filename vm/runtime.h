@@ -141,6 +141,10 @@ void ForgetGrownInt();
 [[gnu::cold]] bool RaiseZeroDivision(const char* message);
 [[gnu::cold]] bool RaiseValueError(const char* message);
 [[gnu::cold]] bool RaiseIndexError(const BufferView& view, int64_t index, bool store);
+// The exporter's own error for an index beyond 64 bits (an int that grew),
+// read or store, on any axis: each exporter refuses it before any bounds
+// check (numpy: IndexError, torch: ValueError, the others: IndexError).
+[[gnu::cold]] bool RaiseGrownIndexError(const BufferView& view);
 [[gnu::cold]] bool RaiseReadOnly(const BufferView& view);
 [[gnu::cold]] bool RaiseElementOverflow(const BufferView& view, int64_t value);
 // The same for `value`, a Python int beyond 64 bits (a grown int, see
