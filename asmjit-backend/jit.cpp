@@ -39,10 +39,18 @@ namespace {
 
 // Every kBackEdgesPerCheck back edges: Ctrl-C and a prange stop (vm/gil.h);
 // in a nogil scope, the GIL goes back if a helper took it (machine code holds
-// no Python object, so it never needs it between helpers).
+// no Python object, so it never needs it between helpers). A thread that
+// holds the GIL lets it go every switch interval, as the interpreter's loop
+// checks do (YieldGilIfDue), so that a long loop in machine code does not
+// starve the other threads; but not while it borrows a torch tensor, whose
+// memory another thread may move (resize_) while the machine code holds its
+// address: the interpreter refreshes its views after a switch, machine code
+// cannot. (Every other exporter refuses to move memory it has exported.)
 int64_t CheckSignals() {
   if (!PollInterrupts()) return 1;
   ReleaseGilAgain();  // (a no-op outside a nogil scope)
+  const bool prange_worker = t_gil.stop != nullptr;
+  if (!InNogil() && !prange_worker && !ThreadBorrowsTorchViews()) YieldGilIfDue();
   return 0;
 }
 

@@ -64,7 +64,14 @@ void RestoreThread(PyThreadState* state) {
 }
 
 bool YieldGilIfDue() {
-  constexpr uint64_t kSwitchIntervalNs = 5'000'000;
+  // Twice CPython's default switch interval (5 ms). A thread waiting for the
+  // GIL asks for it (gil_drop_request) only after a whole interval in which
+  // no switch happened, and then the release below hands it over (CPython's
+  // FORCE_SWITCHING) instead of taking it straight back. A release without
+  // that request counts as a switch to the waiting thread and restarts its
+  // interval: released every 5 ms, the GIL went back and forth between this
+  // thread and itself while the waiting thread starved for seconds.
+  constexpr uint64_t kSwitchIntervalNs = 10'000'000;
   const uint64_t now = MonotonicNs();
   if (now - t_gil.last_switch_ns < kSwitchIntervalNs) return false;
   t_gil.last_switch_ns = now;

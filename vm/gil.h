@@ -47,11 +47,12 @@ void RestoreThread(PyThreadState* state);
 // Learns which thread is Python's main one (at the extension's import, with
 // the GIL).
 void LearnMainThread();
-// At a loop check of a frame that holds the GIL: every switch interval (5
-// ms, CPython's default), releases it and takes it back, so that a thread
-// waiting for it runs, as CPython's eval loop lets one at its back edges (a
-// loop that waits on another thread's store would spin for ever). True if
-// it did (other threads' Python code may have run).
+// At a loop check of a frame that holds the GIL (the interpreter's, and
+// machine code's): every two switch intervals (10 ms, see gil.cpp), releases
+// it and takes it back, so that a thread waiting for it runs, as CPython's
+// eval loop lets one at its back edges (a loop that waits on another
+// thread's store would spin for ever). True if it did (other threads' Python
+// code may have run).
 bool YieldGilIfDue();
 [[gnu::cold]] void TakeGilSlow();
 // Takes the GIL back if this thread released it: before anything that touches

@@ -956,6 +956,8 @@ void UnregisterTorchView(BufferView* view) {
   }
 }
 
+bool ThreadBorrowsTorchViews() { return !t_torch_views.empty(); }
+
 bool RefreshTorchViewsSlow() {
   if (t_torch_views.empty()) return true;
   // The exception being raised, if any, belongs to the instruction that ran;

@@ -81,6 +81,8 @@ void RegisterTorchView(BufferView* view);
 void UnregisterTorchView(BufferView* view);
 // How many torch views all threads hold: the interpreter's one-load test.
 extern std::atomic<int> g_live_torch_views;
+// Whether a frame of this thread borrows a torch tensor now.
+bool ThreadBorrowsTorchViews();
 [[gnu::cold]] bool RefreshTorchViewsSlow();
 // False, with the exception set, if a tensor no longer fits its parameter.
 inline bool RefreshTorchViews() {

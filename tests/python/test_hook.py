@@ -5,7 +5,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import communicate, spawn
+import pytest
+from conftest import communicate, spawn, trace_counts
 from test_cli import SHAPES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -563,3 +564,43 @@ def test_an_interpreted_loop_lets_other_threads_run(runner, tmp_path):
     (tmp_path / "waits.ppy").write_text(WAITS_FOR_A_THREAD)
     result = runner.ppy("run", "waits.ppy", cwd=tmp_path, PPY_JIT="0", timeout=60)
     assert (result.returncode, result.stdout) == (0, "1\n"), result.stderr
+
+
+WAITS_IN_MACHINE_CODE = """\
+import threading
+import time
+
+from ppy import Buffer, u8
+
+flags = bytearray(1)
+
+
+def wait_for_flag(f: Buffer[u8]) -> int:
+    n: int = 0
+    while f[0] == 0:
+        n += 1
+    return 1
+
+
+def setter():
+    time.sleep(0.05)
+    flags[0] = 1
+
+
+t = threading.Thread(target=setter)
+t.start()
+print(wait_for_flag(flags))
+t.join()
+"""
+
+
+@pytest.mark.parametrize("jit", ["eager", "hot"])
+def test_a_loop_in_machine_code_lets_other_threads_run(runner, tmp_path, jit):
+    # The same wait in machine code, whose loop checks let the GIL go too
+    # (asmjit-backend/jit.cpp, CheckSignals): the setter thread runs, and the
+    # trace proves the loop ran as machine code.
+    (tmp_path / "waits.ppy").write_text(WAITS_IN_MACHINE_CODE)
+    env = {} if jit == "hot" else {"PPY_JIT": "eager"}
+    result = runner.ppy("run", "waits.ppy", cwd=tmp_path, PPY_TRACE="1", timeout=60, **env)
+    assert (result.returncode, result.stdout) == (0, "1\n"), result.stderr
+    assert trace_counts(result.stderr, "__main__.wait_for_flag") == (1, 1), result.stderr
