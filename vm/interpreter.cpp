@@ -1542,17 +1542,31 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
           (in.op == Op::FORPREP && grown.At(in.c) != nullptr)) {
         return RaiseIntOverflow(fn, pc, "range()");
       }
-      PyObject* stop_object = grown.At(in.b);
-      const int64_t stop = stop_object == nullptr ? regs[in.b].i : _PyLong_Sign(stop_object) > 0 ? INT64_MAX : INT64_MIN;
+      // The stop grown (here, since nothing else names it): beyond every
+      // int64, above them all or below them all, so that the loop runs
+      // while the counter fits 64 bits if it counts toward it, and not at
+      // all if away from it. A counter that would pass INT64_MAX (or
+      // INT64_MIN) on its way there, which Python's would, raises
+      // OverflowError: the loop variable cannot outgrow 64 bits.
       const int64_t step = in.op == Op::FORLOOP_INC ? 1 : regs[in.c].i;
       int64_t& counter = regs[in.a].i;
+      PyObject* stop_object = grown.At(in.b);
+      auto before_stop = [&](int64_t value) {
+        if (stop_object != nullptr) return (step > 0) == (_PyLong_Sign(stop_object) > 0);
+        return step > 0 ? value < regs[in.b].i : value > regs[in.b].i;
+      };
       if (in.op == Op::FORPREP) {
         if (step == 0) return RaiseValueError("range() arg 3 must not be zero");
-        if (step > 0 ? counter >= stop : counter <= stop) *target = in.d;
+        if (!before_stop(counter)) *target = in.d;
         return true;
       }
       int64_t next;
-      if (!__builtin_add_overflow(counter, step, &next) && (step > 0 ? next < stop : next > stop)) {
+      if (__builtin_add_overflow(counter, step, &next)) {
+        // (A stop of 64 bits lies before any sum that overflows.)
+        if (stop_object != nullptr && before_stop(0)) return RaiseIntOverflow(fn, pc, "range()");
+        return true;
+      }
+      if (before_stop(next)) {
         counter = next;
         *target = in.d;
       }

@@ -87,14 +87,12 @@ PyObject* g_deoptimize_type = nullptr;
 
 constinit thread_local uint64_t g_effects PPY_FAST_TLS = 0;
 
-bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what) {
-  TakeGil();  // (a nogil thread: see vm/gil.h)
-  if (fn.runtime != nullptr) {
-    ++fn.runtime->deopts;
-    fn.runtime->deopt_pc.store(pc, std::memory_order_relaxed);
-    fn.runtime->deopt_what.store(what, std::memory_order_relaxed);
-  }
-  // The OverflowError it stands for, kept as its argument.
+namespace {
+
+// Raises ppy._ppy.Deoptimize for an int result beyond 64 bits at pc (`what`,
+// any string: the message copies it), with the OverflowError it stands for
+// as its argument. Counts nothing.
+bool RaiseDeoptimizeException(const FunctionCode& fn, int pc, const char* what) {
   RaiseIntOverflow(fn, pc, what);
   PyObject* overflow = TakeRaisedException();
   PyObject* message = overflow ? PyObject_Str(overflow) : nullptr;
@@ -110,6 +108,18 @@ bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what) {
   PyErr_SetObject(type, message);
   Py_DECREF(message);
   return false;
+}
+
+}  // namespace
+
+bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
+  if (fn.runtime != nullptr) {
+    ++fn.runtime->deopts;
+    fn.runtime->deopt_pc.store(pc, std::memory_order_relaxed);
+    fn.runtime->deopt_what.store(what, std::memory_order_relaxed);  // (a static string: see the field)
+  }
+  return RaiseDeoptimizeException(fn, pc, what);
 }
 
 bool DeoptimizePending() {
@@ -128,7 +138,9 @@ void DeoptimizeToOverflow() {
 
 bool RaiseGrownInt(const FunctionCode& fn, int pc, const char* what, PyObject* value) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
-  RaiseDeoptimize(fn, pc, what);
+  // (No deoptimization of fn's: its result goes on as a Python int. `what`
+  // may be a temporary string, which only the message copies.)
+  RaiseDeoptimizeException(fn, pc, what);
   if (!DeoptimizePending()) return false;
   PyObject* deopt = TakeRaisedException();
   if (PyObject_SetAttrString(deopt, "grown", value) < 0) {

@@ -118,7 +118,9 @@ void MarkTorchTensorWritten(PyObject* tensor);
 // other threads do (with or without the GIL) is no effect of the frame's.
 extern constinit thread_local uint64_t g_effects PPY_FAST_TLS;
 
-// Raises Deoptimize carrying RaiseIntOverflow's message.
+// Raises Deoptimize carrying RaiseIntOverflow's message, and counts a
+// deoptimization of fn's at pc for `ppy run --trace`, which reads `what`
+// later: a static string.
 [[gnu::cold]] bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what);
 bool DeoptimizePending();
 // Replaces a pending Deoptimize by its OverflowError.

@@ -421,6 +421,33 @@ def test_trace_reports_side_exits_and_deoptimizations(runner, tmp_path):
     assert re.search(r"__main__\.fill\s+2 calls\s+\S+ ms\s+2 jit entries", traced.stderr), traced.stderr
 
 
+def test_trace_counts_a_callee_rerun_as_python_once(runner, tmp_path):
+    """A typed callee that deoptimizes under a caller that has had an effect:
+    the callee reruns as Python and its grown result goes on in the caller.
+    That is one deoptimization per call, of the callee's, at its `*`; the
+    grown result it hands the caller is none (the trace once counted it
+    too, under a name read from a freed string)."""
+    main = _write(tmp_path, "main.ppy", """\
+        def sq(v: int) -> int:
+            return v * v
+
+        def f(n: int):
+            acc = 0
+            for i in range(n):
+                print(end="")
+                acc += sq(3037000499 * 1024) % 1000
+            return acc
+
+        print(f(3), f(3))
+        """)
+    plain = runner.python(main, cwd=tmp_path)
+    for jit in ("0", "eager"):
+        traced = runner.ppy("run", "--trace", main, cwd=tmp_path, PPY_JIT=jit)
+        assert traced.returncode == 0 and traced.stdout == plain.stdout, traced.stderr
+        assert re.search(r"__main__\.sq\s+\d+ side exits.*\s+6 deoptimizations \(last: "
+                         r"line 2, an int result of \* beyond 64 bits\)", traced.stderr), traced.stderr
+
+
 def test_trace_lists_the_guards_machine_code_relies_on(runner, tmp_path):
     """Each function that entered machine code is listed with the guards
     that code checks (a loop's bounds, once at its head; that a name still
