@@ -96,6 +96,17 @@ bool WriteObject(Writer& w, PyObject* object) {
   return true;
 }
 
+// Whether a string constant is made of ASCII letters, digits and
+// underscores only (CPython's all_name_chars, which decides what its
+// compiler interns).
+bool LooksLikeName(const std::string& text) {
+  for (char c : text) {  // (not isalnum: that follows the C locale Python may set)
+    const bool name_char = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    if (!name_char) return false;
+  }
+  return true;
+}
+
 // Returns a new reference, or nullptr (with no Python error) when the data is bad.
 PyObject* ReadObject(Reader& r, int depth) {
   if (depth > 32) return nullptr;
@@ -136,6 +147,13 @@ PyObject* ReadObject(Reader& r, int depth) {
       std::string text = r.Str();
       if (!r.ok()) return nullptr;
       result = PyUnicode_DecodeUTF8(text.data(), text.size(), "surrogatepass");
+      // Interned where it looks like a name, as CPython's compiler interns a
+      // code object's names and name-like constants: an attribute, global or
+      // method name that is the interned string is found in a dict by
+      // identity, and PyObject_GetAttr/SetAttr do not intern it again at
+      // every call (which cost a halving loop over instance attributes
+      // three times CPython's time).
+      if (result != nullptr && LooksLikeName(text)) PyUnicode_InternInPlace(&result);
       break;
     }
     case ObjectTag::kBytes: {

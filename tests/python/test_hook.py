@@ -421,6 +421,28 @@ def test_trace_reports_side_exits_and_deoptimizations(runner, tmp_path):
     assert re.search(r"__main__\.fill\s+2 calls\s+\S+ ms\s+2 jit entries", traced.stderr), traced.stderr
 
 
+def test_name_like_string_constants_are_interned(runner, tmp_path):
+    """As CPython's compiler does, a compiled module's name-like string
+    constants (attribute, global and method names among them) are the
+    interned strings, so that dict lookups by them compare by identity; other
+    strings are not interned (by either)."""
+    _write(tmp_path, "names.ppy", """\
+        import ppy
+
+        @ppy.native
+        def constants():
+            return "attribute_name_42", "not a name!"
+        """)
+    probe = ("import sys, ppy, names\n"
+             "a, b = names.constants()\n"
+             "print(hasattr(names.constants, '__ppy_dis__'), a is sys.intern('attribute_name_42'), "
+             "b is sys.intern('not a name!'))\n")
+    native = runner.python("-c", probe, cwd=tmp_path)
+    plain = runner.python("-c", probe, cwd=tmp_path, PPY_IMPORT="python")
+    assert native.stdout == "True True False\n", native.stderr
+    assert plain.stdout == "False True False\n", plain.stderr
+
+
 def test_trace_counts_a_callee_rerun_as_python_once(runner, tmp_path):
     """A typed callee that deoptimizes under a caller that has had an effect:
     the callee reruns as Python and its grown result goes on in the caller.
