@@ -49,8 +49,8 @@ namespace {
 int64_t CheckSignals() {
   if (!PollInterrupts()) return 1;
   ReleaseGilAgain();  // (a no-op outside a nogil scope)
-  const bool prange_worker = t_gil.stop != nullptr;
-  if (!InNogil() && !prange_worker && !ThreadBorrowsTorchViews()) YieldGilIfDue();
+  // (A prange worker is in a nogil scope for good: vm/prange.cpp.)
+  if (!InNogil() && !ThreadBorrowsTorchViews()) YieldGilIfDue();
   return 0;
 }
 

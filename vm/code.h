@@ -333,10 +333,11 @@ struct FunctionCode {
   std::vector<uint8_t> object_params;       // object parameters, owned by the frame
   std::vector<uint8_t> owned_objects;       // other object registers released at exit
   int num_buffer_params = 0;
-  // No object and no buffer in any register a frame owns or is passed: a
-  // frame with nothing to own, release or check for contiguity, which a call
-  // can run as machine code with no interpreter frame around it
-  // (vm/interpreter.cpp, RunsMachineCodeDirectly).
+  // No object parameter, no other object register and no buffer parameter:
+  // a frame with nothing to own, release or check for contiguity at its
+  // start, which a call can run as machine code with no interpreter frame
+  // around it (vm/interpreter.cpp, RunsMachineCodeDirectly). (A buffer local
+  // is borrowed by BORROW_U, which only the interpreter runs.)
   bool scalar_frame = false;
   // Int parameters no instruction writes (the first kMaxValueParams): what
   // value specialization may treat as constants (FunctionRuntime::seen).

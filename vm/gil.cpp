@@ -5,6 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "vm/python_compat.h"
 
 namespace ppy {
@@ -63,21 +65,35 @@ void RestoreThread(PyThreadState* state) {
   PyEval_RestoreThread(state);
 }
 
+// Twice sys.getswitchinterval() (5 ms unless set), at least 1 ms. A thread
+// waiting for the GIL asks for it (gil_drop_request) only after a whole
+// interval in which no switch happened, and then YieldGilIfDue's release
+// hands it over (CPython's FORCE_SWITCHING) instead of taking it straight
+// back. A release without that request counts as a switch to the waiting
+// thread and restarts its interval: released every interval, the GIL went
+// back and forth between this thread and itself while the waiting thread
+// starved for seconds.
+uint64_t SwitchPeriodNs() {
+  constexpr uint64_t kDefault = 10'000'000, kLeast = 1'000'000;
+  PyObject* get = PySys_GetObject("getswitchinterval");  // borrowed
+  PyObject* seconds = get != nullptr ? PyObject_CallNoArgs(get) : nullptr;
+  const double interval = seconds != nullptr ? PyFloat_AsDouble(seconds) : -1.0;
+  Py_XDECREF(seconds);
+  if (!(interval > 0.0) || interval > 60.0) {
+    PyErr_Clear();
+    return kDefault;
+  }
+  return std::max(kLeast, static_cast<uint64_t>(2e9 * interval));
+}
+
 bool YieldGilIfDue() {
-  // Twice CPython's default switch interval (5 ms). A thread waiting for the
-  // GIL asks for it (gil_drop_request) only after a whole interval in which
-  // no switch happened, and then the release below hands it over (CPython's
-  // FORCE_SWITCHING) instead of taking it straight back. A release without
-  // that request counts as a switch to the waiting thread and restarts its
-  // interval: released every 5 ms, the GIL went back and forth between this
-  // thread and itself while the waiting thread starved for seconds.
-  constexpr uint64_t kSwitchIntervalNs = 10'000'000;
   const uint64_t now = MonotonicNs();
-  if (now - t_gil.last_switch_ns < kSwitchIntervalNs) return false;
+  if (now - t_gil.last_switch_ns < t_gil.switch_period_ns) return false;
   t_gil.last_switch_ns = now;
   // (With no other thread state in the interpreter no thread waits for it.)
   PyThreadState* head = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
   if (head == nullptr || PyThreadState_Next(head) == nullptr) return false;
+  t_gil.switch_period_ns = SwitchPeriodNs();  // (sys.setswitchinterval may have changed it)
   RestoreThread(PyEval_SaveThread());
   return true;
 }

@@ -35,6 +35,7 @@ struct GilState {
   bool stopped = false;
   uint64_t last_signal_poll_ns = 0;
   uint64_t last_switch_ns = 0;  // when YieldGilIfDue last let other threads run
+  uint64_t switch_period_ns = 10'000'000;  // and how long it waits for the next (see SwitchPeriodNs)
 };
 extern constinit thread_local GilState t_gil PPY_FAST_TLS;
 
@@ -48,7 +49,8 @@ void RestoreThread(PyThreadState* state);
 // the GIL).
 void LearnMainThread();
 // At a loop check of a frame that holds the GIL (the interpreter's, and
-// machine code's): every two switch intervals (10 ms, see gil.cpp), releases
+// machine code's): every two switch intervals (10 ms by default, see
+// gil.cpp), releases
 // it and takes it back, so that a thread waiting for it runs, as CPython's
 // eval loop lets one at its back edges (a loop that waits on another
 // thread's store would spin for ever). True if it did (other threads' Python

@@ -61,12 +61,6 @@ PyObject* LookupGlobal(const FunctionCode& fn, PyObject* name) {
   return value;
 }
 
-bool GlobalTypeError(PyObject* name, const char* expected, PyObject* value) {
-  PyErr_Format(PyExc_TypeError, "global '%U' is annotated %s but holds %s", name, expected,
-               Py_TYPE(value)->tp_name);
-  return false;
-}
-
 PyObject* BuildSpan(Op op, Value* regs, int first, int count) {
   PyObject** items = reinterpret_cast<PyObject**>(regs + first);
   switch (op) {
@@ -942,7 +936,7 @@ bool CallDeoptimized(const FunctionCode& callee, const Value* args, Value* resul
   }
   if (current == nullptr) {
     RestoreRaisedException(deopt);  // no Python code to run (a module without defs)
-    DeoptimizeToOverflow();
+    DeoptimizeToError();
     return false;
   }
   Py_XDECREF(deopt);
@@ -1593,17 +1587,39 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
         if (!StoreOffset(view, regs[in.b].i, &at)) return false;
         return RaiseGrownElementOverflow(view, grown.At(in.c));
       }
-      // Else a grown index of a buffer access, read or store: the exporter
-      // refuses it (the buffer is the instruction's buffer operand).
-      const OpInfo& info = kOpInfo[static_cast<int>(in.op)];
-      const Mode modes[] = {info.a, info.b, info.c};
-      const int64_t operands[] = {in.a, in.b, in.c};
-      for (int k = 0; k < 3; ++k) {
-        if (modes[k] == Mode::krU || modes[k] == Mode::krUd || modes[k] == Mode::krUq || modes[k] == Mode::krUf ||
-            modes[k] == Mode::krUi) {
-          return RaiseGrownIndexError(*regs[operands[k]].u);
-        }
+      // The same for an N-d store (m[i, j] = value), whose offset INDEX_U
+      // checked: the read-only check comes first, as in STOREN_I's handler.
+      if (in.op == Op::STOREN_I && grown.At(in.c) != nullptr && grown.At(in.b) == nullptr) {
+        const BufferView& view = *regs[in.a].u;
+        if (view.readonly) return RaiseReadOnly(view);
+        return RaiseGrownElementOverflow(view, grown.At(in.c));
       }
+      // Else a grown index of a buffer access, read or store: the exporter
+      // refuses it. (A grown value stored by another instruction keeps the
+      // OverflowError below.)
+      int buffer = -1;
+      bool grown_index = false;
+      switch (in.op) {
+        case Op::LOAD_F64: case Op::LOAD_I64: case Op::LOAD_F: case Op::LOAD_I:
+          buffer = in.b, grown_index = grown.At(in.c) != nullptr;
+          break;
+        case Op::LOADX_F64: case Op::LOADX_I64:
+          buffer = in.b, grown_index = grown.At(in.c) != nullptr || grown.At(in.d) != nullptr;
+          break;
+        case Op::STORE_F64: case Op::STORE_I64: case Op::STORE_F: case Op::STORE_I:
+        case Op::ADDTO_F64: case Op::ADDTO_I64:
+          buffer = in.a, grown_index = grown.At(in.b) != nullptr;
+          break;
+        case Op::STOREX_F64: case Op::STOREX_I64:
+          buffer = in.a, grown_index = grown.At(in.b) != nullptr || grown.At(in.c) != nullptr;
+          break;
+        case Op::INDEX_U:
+          buffer = in.b, grown_index = grown.At(in.d) != nullptr;
+          break;
+        default:
+          break;
+      }
+      if (grown_index) return RaiseGrownIndexError(*regs[buffer].u);
       if (!HasFlag(in.op, kFlagStore)) {
         PyErr_SetString(PyExc_IndexError, "cannot fit 'int' into an index-sized integer");
         return false;
@@ -1861,7 +1877,9 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   // transposed matrix) stays on the interpreter.
   bool views_contiguous = true;
   if (__builtin_expect(exit != nullptr, 0)) {
-    regs = exit->regs;  // (a scalar frame: no view at all)
+    // (A scalar frame: no buffer parameter. A view a local borrows later,
+    // BORROW_U, is borrowed here, in `borrows`: machine code never runs it.)
+    regs = exit->regs;
   } else if (__builtin_expect(start == nullptr, 1)) {
     regs = static_cast<Value*>(alloca(FrameBytes(fn)));
     MakeFrame(fn, args, regs);
@@ -2836,7 +2854,7 @@ grown_int_instruction : {
     Value returned;
     if (!CallModuleFunction(callee, &R(in.b), &returned)) {
       // A result Python's code made too large for an annotated int.
-      if (fn.registers[in.a].annotated && DeoptimizePending()) DeoptimizeToOverflow();
+      if (fn.registers[in.a].annotated && DeoptimizePending()) DeoptimizeToError();
       goto error;
     }
     if (KindOf(callee.result) == Kind::kObject) {
@@ -2922,36 +2940,33 @@ grown_int_instruction : {
     if (PyDict_SetItem(fn.module->globals, fn.objects[in.d], R(in.a).o) < 0) goto error;
   }
   NEXT_AFTER_PYTHON;
+  // An annotated module constant holds its type's exact value (an int
+  // within 64 bits, a float, a bool). Rebound to anything else (an int where
+  // the annotation says float, 2**70, a numpy scalar), the call reruns as
+  // Python while it has had no effect, exactly as CPython runs it; after
+  // one, the read raises TypeError naming the global.
+#define LOAD_GLOBAL_TYPED(expected, fits, unbox)                                  \
+  do {                                                                            \
+    PyObject* value = LookupGlobalCached(fn, PC, fn.objects[in.d]);               \
+    if (value == nullptr) goto error;                                             \
+    if (fits) {                                                                   \
+      unbox;                                                                      \
+      NEXT;                                                                       \
+    }                                                                             \
+    if (PURE && chunk == nullptr) {                                               \
+      RaiseDeoptimizeForGlobal(fn, PC, fn.objects[in.d], expected, value);        \
+    } else {                                                                      \
+      RaiseGlobalTypeError(fn.objects[in.d], expected, value);                    \
+    }                                                                             \
+    goto error;                                                                   \
+  } while (0)
   CASE(LOAD_GLOBAL_I) {
-    PyObject* value = LookupGlobalCached(fn, PC, fn.objects[in.d]);
-    if (value == nullptr) goto error;
-    if (!PyLong_Check(value)) {
-      GlobalTypeError(fn.objects[in.d], "int", value);
-      goto error;
-    }
-    if (!UnboxInt(value, &R(in.a).i)) goto error;
+    int64_t number = 0;
+    LOAD_GLOBAL_TYPED("int", PyLong_CheckExact(value) && ExactInt64(value, &number), R(in.a).i = number);
   }
-  NEXT;
-  CASE(LOAD_GLOBAL_F) {
-    PyObject* value = LookupGlobalCached(fn, PC, fn.objects[in.d]);
-    if (value == nullptr) goto error;
-    if (!PyFloat_Check(value) && !PyLong_Check(value)) {
-      GlobalTypeError(fn.objects[in.d], "float", value);
-      goto error;
-    }
-    if (!UnboxFloat(value, &R(in.a).f)) goto error;
-  }
-  NEXT;
-  CASE(LOAD_GLOBAL_B) {
-    PyObject* value = LookupGlobalCached(fn, PC, fn.objects[in.d]);
-    if (value == nullptr) goto error;
-    if (!PyBool_Check(value)) {
-      GlobalTypeError(fn.objects[in.d], "bool", value);
-      goto error;
-    }
-    R(in.a).i = value == Py_True;
-  }
-  NEXT;
+  CASE(LOAD_GLOBAL_F) LOAD_GLOBAL_TYPED("float", PyFloat_CheckExact(value), R(in.a).f = PyFloat_AS_DOUBLE(value));
+  CASE(LOAD_GLOBAL_B) LOAD_GLOBAL_TYPED("bool", PyBool_Check(value), R(in.a).i = value == Py_True);
+#undef LOAD_GLOBAL_TYPED
 
   // ---- Object mode ------------------------------------------------------------------------
   CASE(LOAD_ATTR) {
@@ -3326,7 +3341,7 @@ error:
       dispatch = grown_dispatch;
       NEXT_AFTER_PYTHON;
     } else if (!(ip->op == Op::RET_I && GrownIntPending() && chunk == nullptr)) {
-      DeoptimizeToOverflow();  // this frame can neither rerun nor keep it
+      DeoptimizeToError();  // this frame can neither rerun nor keep it
     }
   }
 error_unwind:

@@ -89,51 +89,88 @@ constinit thread_local uint64_t g_effects PPY_FAST_TLS = 0;
 
 namespace {
 
-// Raises ppy._ppy.Deoptimize for an int result beyond 64 bits at pc (`what`,
-// any string: the message copies it), with the OverflowError it stands for
-// as its argument. Counts nothing.
-bool RaiseDeoptimizeException(const FunctionCode& fn, int pc, const char* what) {
-  RaiseIntOverflow(fn, pc, what);
-  PyObject* overflow = TakeRaisedException();
-  PyObject* message = overflow ? PyObject_Str(overflow) : nullptr;
-  Py_XDECREF(overflow);
+// Turns the pending exception (the error a frame that cannot rerun would
+// raise) into ppy._ppy.Deoptimize carrying its message, and its type where
+// it is no OverflowError (attribute `stands_for`, see DeoptimizeToError).
+// Counts nothing.
+bool RaisePendingAsDeoptimize() {
+  PyObject* error = TakeRaisedException();
+  PyObject* message = error ? PyObject_Str(error) : nullptr;
+  PyObject* error_type = error ? Py_NewRef(reinterpret_cast<PyObject*>(Py_TYPE(error))) : nullptr;
+  Py_XDECREF(error);
   if (message != nullptr && g_deoptimize_type == nullptr) {
     g_deoptimize_type = PyErr_NewException("ppy._ppy.Deoptimize", PyExc_Exception, nullptr);
   }
-  PyObject* type = g_deoptimize_type;
-  if (message == nullptr || type == nullptr) {
-    Py_XDECREF(message);
-    return false;  // something else is raised: it stands
+  PyObject* deopt = message != nullptr && g_deoptimize_type != nullptr
+                        ? PyObject_CallOneArg(g_deoptimize_type, message) : nullptr;
+  Py_XDECREF(message);
+  if (deopt != nullptr && error_type != PyExc_OverflowError &&
+      PyObject_SetAttrString(deopt, "stands_for", error_type) < 0) {
+    Py_CLEAR(deopt);
   }
-  PyErr_SetObject(type, message);
-  Py_DECREF(message);
+  Py_XDECREF(error_type);
+  if (deopt == nullptr) return false;  // something else is raised: it stands
+  PyErr_SetObject(g_deoptimize_type, deopt);
+  Py_DECREF(deopt);
   return false;
+}
+
+// Raises ppy._ppy.Deoptimize for an int result beyond 64 bits at pc (`what`,
+// any string: the message copies it), standing for RaiseIntOverflow's
+// OverflowError. Counts nothing.
+bool RaiseDeoptimizeException(const FunctionCode& fn, int pc, const char* what) {
+  RaiseIntOverflow(fn, pc, what);
+  return RaisePendingAsDeoptimize();
 }
 
 }  // namespace
 
+void RecordDeoptimization(const FunctionCode& fn, int pc, const char* what) {
+  if (fn.runtime == nullptr) return;
+  ++fn.runtime->deopts;
+  fn.runtime->deopt_pc.store(pc, std::memory_order_relaxed);
+  fn.runtime->deopt_what.store(what, std::memory_order_relaxed);  // (a static string: see the field)
+}
+
 bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
-  if (fn.runtime != nullptr) {
-    ++fn.runtime->deopts;
-    fn.runtime->deopt_pc.store(pc, std::memory_order_relaxed);
-    fn.runtime->deopt_what.store(what, std::memory_order_relaxed);  // (a static string: see the field)
-  }
+  RecordDeoptimization(fn, pc, what);
   return RaiseDeoptimizeException(fn, pc, what);
+}
+
+bool RaiseGlobalTypeError(PyObject* name, const char* expected, PyObject* value) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
+  if (PyLong_CheckExact(value) && std::strcmp(expected, "int") == 0) {
+    PyErr_Format(PyExc_TypeError, "global '%U' is annotated int but holds an int beyond 64 bits", name);
+  } else {
+    PyErr_Format(PyExc_TypeError, "global '%U' is annotated %s but holds %s", name, expected, Py_TYPE(value)->tp_name);
+  }
+  return false;
+}
+
+bool RaiseDeoptimizeForGlobal(const FunctionCode& fn, int pc, PyObject* name, const char* expected, PyObject* value) {
+  TakeGil();  // (a nogil thread: see vm/gil.h)
+  RecordDeoptimization(fn, pc, kGlobalDeoptimization);
+  RaiseGlobalTypeError(name, expected, value);
+  return RaisePendingAsDeoptimize();
 }
 
 bool DeoptimizePending() {
   return g_deoptimize_type != nullptr && PyErr_ExceptionMatches(g_deoptimize_type);
 }
 
-void DeoptimizeToOverflow() {
+void DeoptimizeToError() {
   PyObject* deopt = TakeRaisedException();
   PyObject* message = deopt ? PyObject_Str(deopt) : nullptr;
+  PyObject* stands_for = deopt != nullptr && message != nullptr ? PyObject_GetAttrString(deopt, "stands_for") : nullptr;
+  if (stands_for == nullptr) PyErr_Clear();  // (an int result's: OverflowError)
   Py_XDECREF(deopt);
   if (message != nullptr) {
-    PyErr_SetObject(PyExc_OverflowError, message);
+    const bool typed = stands_for != nullptr && PyExceptionClass_Check(stands_for);
+    PyErr_SetObject(typed ? stands_for : PyExc_OverflowError, message);
     Py_DECREF(message);
   }
+  Py_XDECREF(stands_for);
 }
 
 bool RaiseGrownInt(const FunctionCode& fn, int pc, const char* what, PyObject* value) {

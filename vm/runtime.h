@@ -122,9 +122,18 @@ extern constinit thread_local uint64_t g_effects PPY_FAST_TLS;
 // deoptimization of fn's at pc for `ppy run --trace`, which reads `what`
 // later: a static string.
 [[gnu::cold]] bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what);
+// The same for an annotated module constant (LOAD_GLOBAL_I/F/B) that holds a
+// value of another type than its annotation's: the call reruns as Python, or
+// raises the TypeError it stands for. Counted with `what` kGlobalDeoptimization.
+[[gnu::cold]] bool RaiseDeoptimizeForGlobal(const FunctionCode& fn, int pc, PyObject* name, const char* expected,
+                                            PyObject* value);
+inline constexpr const char kGlobalDeoptimization[] = "global";
+// TypeError: global `name`, annotated `expected`, holds `value`.
+[[gnu::cold]] bool RaiseGlobalTypeError(PyObject* name, const char* expected, PyObject* value);
 bool DeoptimizePending();
-// Replaces a pending Deoptimize by its OverflowError.
-[[gnu::cold]] void DeoptimizeToOverflow();
+// Replaces a pending Deoptimize by the error it stands for: OverflowError, or
+// a module constant's TypeError.
+[[gnu::cold]] void DeoptimizeToError();
 
 // ---- Grown ints ------------------------------------------------------------------------
 // After an effect, a frame cannot be abandoned: an unannotated int that

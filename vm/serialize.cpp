@@ -98,8 +98,11 @@ bool WriteObject(Writer& w, PyObject* object) {
 
 // Whether a string constant is made of ASCII letters, digits and
 // underscores only (CPython's all_name_chars, which decides what its
-// compiler interns).
+// compiler interns), and short enough for a name (an interned string lives
+// as long as the process: an entry, which is untrusted data, cannot make it
+// keep megabytes).
 bool LooksLikeName(const std::string& text) {
+  if (text.size() > 256) return false;
   for (char c : text) {  // (not isalnum: that follows the C locale Python may set)
     const bool name_char = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!name_char) return false;

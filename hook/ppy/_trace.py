@@ -143,7 +143,9 @@ def _summary():
                 text += f" (last: line {line}, at {instruction})"
             if deopts is not None:
                 count, line, what = deopts
-                text += f" {count:10d} deoptimizations (last: line {line}, an int result of {what} beyond 64 bits)"
+                reason = ("a module constant that no longer holds its annotated type" if what == "global"
+                          else f"an int result of {what} beyond 64 bits")
+                text += f" {count:10d} deoptimizations (last: line {line}, {reason})"
             _emit(text)
     unboxed = [(f"{module_name}.{row[0]}",) + tuple(row[1:])
                for module_name, compiled in _modules for row in compiled.unboxed_stats()]
