@@ -195,7 +195,12 @@ def project_cache_usable(cache_dir):
     try:
         status = os.stat(cache_dir)
     except FileNotFoundError:
-        return os.access(os.path.dirname(cache_dir) or ".", os.W_OK)
+        # Made with its missing parents (a PPY_CACHE_DIR of a few levels):
+        # the nearest folder that exists must be writable.
+        parent = os.path.dirname(os.path.abspath(cache_dir))
+        while not os.path.exists(parent) and os.path.dirname(parent) != parent:
+            parent = os.path.dirname(parent)
+        return os.access(parent, os.W_OK)
     except OSError:
         return False
     return private(status) and os.access(cache_dir, os.W_OK)

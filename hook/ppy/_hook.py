@@ -18,6 +18,7 @@ package itself. A warm import (its entry found and valid) loads neither
 """
 
 import importlib.machinery
+import importlib.util
 import marshal
 import os
 import sys
@@ -98,6 +99,14 @@ class GeneratedLoader:
     def exec_module(self, module):
         execute(module, self.path)
 
+    def get_code(self, fullname=None):
+        """What runpy runs for `python -m package.kernel`: code that runs the
+        module natively in the namespace it is executed in (runpy's
+        `__main__`), as exec_module does for an import."""
+        stub = (f"__import__('ppy._hook', fromlist=['execute_namespace'])"
+                f".execute_namespace(__name__, globals(), {self.path!r})")
+        return compile(stub, self.path, "exec")
+
     def get_filename(self, fullname=None):
         return self.path
 
@@ -121,9 +130,12 @@ class PpyFinder:
         source = find_source(fullname, path)
         if source is None:
             return None
-        loader_class = PpySourceLoader if _plain_python() else GeneratedLoader
-        loader = loader_class(fullname, source)
-        return importlib.machinery.ModuleSpec(fullname, loader, origin=source)
+        if _plain_python():
+            # A file location, as a .py module's spec has: __file__ and
+            # __cached__ are set (the reference run's modules must look like
+            # ppy's, which set __file__, down to import error messages).
+            return importlib.util.spec_from_file_location(fullname, source, loader=PpySourceLoader(fullname, source))
+        return importlib.machinery.ModuleSpec(fullname, GeneratedLoader(fullname, source), origin=source)
 
     @classmethod
     def invalidate_caches(cls):
@@ -235,16 +247,20 @@ def _report_diagnostics(loaded, source_path):
 
 def execute(module, source_path):
     """Runs the .ppy module at `source_path` in `module`'s namespace."""
-    loaded = load(source_path, module.__name__, find_source)
-    _trace.module_loaded(module.__name__, source_path, loaded)
+    execute_namespace(module.__name__, module.__dict__, source_path)
+
+
+def execute_namespace(name, namespace, source_path):
+    """Runs the .ppy module at `source_path`, named `name`, in the dict `namespace`."""
+    loaded = load(source_path, name, find_source)
+    _trace.module_loaded(name, source_path, loaded)
     _report_diagnostics(loaded, source_path)
-    namespace = module.__dict__
     namespace["__ppy_module__"] = loaded.compiled
     namespace.setdefault("__file__", source_path)
     namespace.setdefault("__builtins__", __builtins__)
     loaded.compiled.attach(namespace)
     map_machine_code(loaded)
-    _trace.functions_bound(module.__name__, loaded.metadata, loaded.compiled, source_path)
+    _trace.functions_bound(name, loaded.metadata, loaded.compiled, source_path)
     code = marshal.loads(loaded.compiled.extras[_entry.MODULE_CODE])
     # The builder may have named the file otherwise (`ppy build .`: ./k.ppy);
     # tracebacks show the path this import found, as for a .pyc.

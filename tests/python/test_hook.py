@@ -653,3 +653,37 @@ def test_a_loop_in_machine_code_lets_other_threads_run(runner, tmp_path, jit):
     result = runner.ppy("run", "waits.ppy", cwd=tmp_path, PPY_TRACE="1", timeout=60, **env)
     assert (result.returncode, result.stdout) == (0, "1\n"), result.stderr
     assert trace_counts(result.stderr, "__main__.wait_for_flag") == (1, 1), result.stderr
+
+
+def test_python_dash_m_runs_a_ppy_module_natively(runner, tmp_path):
+    """`python -m package.kernel` (runpy) runs a .ppy module as __main__
+    natively, through GeneratedLoader.get_code, and as plain Python under
+    PPY_IMPORT=python, where it has a __file__ as a .py module would."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("import ppy\n")
+    (package / "kern.ppy").write_text(textwrap.dedent("""\
+        import os
+
+        def f(x: int) -> int:
+            return x * 2
+
+        if __name__ == "__main__":
+            print("kern main", f(21), os.path.basename(__file__), hasattr(f, "__ppy_dis__"))
+        """))
+    native = runner.python("-m", "pkg.kern", cwd=tmp_path)
+    plain = runner.python("-m", "pkg.kern", cwd=tmp_path, PPY_IMPORT="python")
+    assert (native.returncode, native.stdout) == (0, "kern main 42 kern.ppy True\n"), native.stderr
+    assert (plain.returncode, plain.stdout) == (0, "kern main 42 kern.ppy False\n"), plain.stderr
+
+
+def test_a_cache_dir_whose_parents_are_missing_is_made(runner, tmp_path):
+    """PPY_CACHE_DIR a few levels below a folder that exists: ppy makes it
+    (with its parents) and keeps the entries there, not in the per-user cache."""
+    (tmp_path / "kern.ppy").write_text("def f(x: int) -> int:\n    return x + 1\n")
+    cache = tmp_path / "nested" / "a" / "b"
+    run = runner.python("-c", "import ppy, kern; print(kern.f(1))", cwd=tmp_path, PPY_CACHE_DIR=str(cache),
+                        XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    assert (run.returncode, run.stdout) == (0, "2\n"), run.stderr
+    assert list(cache.glob("kern.*.ppyc")), run.stderr
+    assert not (tmp_path / "xdg").exists()
