@@ -28,6 +28,19 @@ class Reader {
  public:
   bool failed() const { return failed_; }
 
+  // Under `python -O` (sys.flags.optimize >= 1) an assert compiles to
+  // nothing, as CPython's compiler drops it (the cache keeps entries of
+  // each -O level apart: hook/ppy/_entry.py, check_entry).
+  Reader() {
+    PyObject* flags = PySys_GetObject("flags");  // borrowed
+    Ref optimize(flags != nullptr ? PyObject_GetAttrString(flags, "optimize") : nullptr);
+    if (!optimize) {
+      PyErr_Clear();  // (no sys.flags.optimize: asserts stay)
+      return;
+    }
+    strip_asserts_ = PyLong_Check(optimize.get()) && PyLong_AsLong(optimize.get()) >= 1;
+  }
+
   std::unique_ptr<ModuleSyntax> Module(PyObject* tree) {
     auto module = std::make_unique<ModuleSyntax>();
     Ref body(Attr(tree, "body"));
@@ -372,6 +385,8 @@ class Reader {
       Ref orelse(Attr(node, "orelse"));
       stmt->body = Statements(body.get());
       stmt->orelse = Statements(orelse.get());
+    } else if (Is(node, "Assert") && strip_asserts_) {
+      stmt->kind = StmtKind::kPass;
     } else if (Is(node, "Assert")) {
       stmt->kind = StmtKind::kAssert;
       stmt->test = OptionalExpression(node, "test");
@@ -512,6 +527,7 @@ class Reader {
   }
 
   bool failed_ = false;
+  bool strip_asserts_ = false;
   int depth_ = 0;  // of the expression being read
 };
 

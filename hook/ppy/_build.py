@@ -20,6 +20,7 @@ version and torch key). Only the build path, `_cache`, imports this module.
 
 import ast
 import marshal
+import sys
 
 from ppy import _compiler, _entry
 from ppy._entry import METADATA, MODULE_CODE, REGIONS
@@ -84,6 +85,7 @@ def build(source, filename, module_name, abi, key, source_digest, dependencies, 
         "dependencies": dependencies,
         "torch": torch,
         "object_code": object_code,
+        "optimize": sys.flags.optimize,
     }
     extras = {MODULE_CODE: marshal.dumps(module_code), METADATA: marshal.dumps(metadata)}
     if regions is not None:

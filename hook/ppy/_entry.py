@@ -38,6 +38,7 @@ VERSION_CHANGED = "version changed"
 CORRUPT = "corrupt entry"
 TORCH_CHANGED = "torch version changed"
 OBJECT_CODE_CHANGED = "PPY_OBJECT_CODE changed"
+OPTIMIZE_CHANGED = "the -O level changed"
 SHARED_FOLDER = "shared cache folder"
 
 # How a load obtained a module's code (Loaded.outcome); a hit's outcome is HIT.
@@ -133,6 +134,11 @@ def check_entry(data, source_digest, torch, source_path):
         return None, metadata, TORCH_CHANGED
     if metadata.get("object_code") != object_code():
         return None, metadata, OBJECT_CODE_CHANGED
+    # The module's code is compiled at the builder's -O level (asserts,
+    # __debug__, docstrings), as a .pyc is: an entry built under another
+    # level is rebuilt, never run.
+    if metadata.get("optimize", 0) != sys.flags.optimize:
+        return None, metadata, OPTIMIZE_CHANGED
     return compiled, metadata, HIT
 
 

@@ -687,3 +687,34 @@ def test_a_cache_dir_whose_parents_are_missing_is_made(runner, tmp_path):
     assert (run.returncode, run.stdout) == (0, "2\n"), run.stderr
     assert list(cache.glob("kern.*.ppyc")), run.stderr
     assert not (tmp_path / "xdg").exists()
+
+
+def test_the_optimize_level_strips_asserts_and_keeps_entries_apart(runner, tmp_path):
+    """`python -O` drops asserts from compiled functions too, as CPython's
+    compiler does, and an entry built at one -O level is never run at
+    another (its module code has that level's asserts, __debug__ and
+    docstrings): each run matches PPY_IMPORT=python at its own level, in
+    any order."""
+    _write(tmp_path, "checks.ppy", """\
+        def checked(x: int) -> int:
+            assert x >= 0, "negative"
+            return x - 1
+
+        def documented():
+            "doc"
+            return 1
+
+        MODE = "debug" if __debug__ else "opt"
+        """)
+    probe = ("import ppy, checks\n"
+             "try:\n"
+             "    r = checks.checked(-1)\n"
+             "except AssertionError as e:\n"
+             "    r = repr(e)\n"
+             "print(checks.MODE, repr(checks.documented.__doc__), r, hasattr(checks.checked, '__ppy_dis__'))\n")
+    for flags in ([], ["-OO"], [], ["-O"], ["-O"], []):
+        native = runner.python(*flags, "-c", probe, cwd=tmp_path)
+        plain = runner.python(*flags, "-c", probe, cwd=tmp_path, PPY_IMPORT="python")
+        assert native.returncode == 0 and native.stdout.endswith(" True\n"), native.stderr
+        assert native.stdout[:-len(" True\n")] == plain.stdout[:-len(" False\n")], (flags, native.stdout, plain.stdout)
+
