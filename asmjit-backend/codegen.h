@@ -309,6 +309,7 @@ class CodeGen {
   // `while j < n: flags[j] = 0; j += i` (a sieve) and a tokenizer's
   // `while i < n: ... i += 1` run with no check but the loop's own test.
   struct WhileLoop {
+    int header = 0;           // the pc of its test
     int x = 0, m = 0;         // while R[x] < R[m]
     std::vector<int> steps;   // registers added to x by unchecked adds (all adds', when chunked)
     std::vector<std::pair<int, bool>> bounds;  // (buffer, store) of unchecked accesses
@@ -328,6 +329,7 @@ class CodeGen {
       const Instr& test = fn_.code[header];
       if (test.op != Op::JLE_I || (test.d > header && test.d <= end)) continue;
       WhileLoop loop;
+      loop.header = header;
       loop.x = test.b;
       loop.m = test.a;
       if (loop.x == loop.m || KindOf(loop.x) != Kind::kInt || WrittenIn(loop.m, header, end)) continue;
@@ -2260,7 +2262,8 @@ class CodeGen {
     ColdAtThisPc([=, this, &loop] {
       b_.Bind(loop.chunk_end);
       b_.BranchInt(IntCond::kGe, I(loop.x), I(loop.m), labels_[exit]);
-      CheckSignals();  // (the chunk ran up to every tick left; the ticks restart)
+      const Label resume = ExitAt(loop.header);
+      CheckSignals(&resume);  // (the chunk ran up to every tick left; the ticks restart)
       b_.Jump(loop.chunk_start);
     });
   }
@@ -2274,7 +2277,7 @@ class CodeGen {
       return;
     }
     auto body = bodies_.find(header);
-    BackEdge(body != bodies_.end() ? body->second : labels_[header]);
+    BackEdge(body != bodies_.end() ? body->second : labels_[header], header);
   }
 
   // Every hoisted access must stay inside its buffer from the counter's value
@@ -2930,7 +2933,7 @@ class CodeGen {
   void ChunkStart(CountedLoop& loop, const Label& exit) {
     Label have_ticks = b_.NewLabel(), small = b_.NewLabel();
     b_.BranchIntImm(IntCond::kGt, ticks_, 0, have_ticks);
-    CheckSignals();
+    CheckSignals(&exit);
     EmitInlineOk(loop, exit);  // (a signal handler may have rebound a name)
     b_.Bind(have_ticks);
     if (loop.down) b_.Sub(loop.left, I(loop.counter), I(loop.limit));
@@ -3146,7 +3149,7 @@ class CodeGen {
       b_.Jump(loop.body);
     } else {
       BranchCompare(IntCond::kLe, a, bb, end);
-      BackEdge(loop.body, &loop);
+      BackEdge(loop.body, loop.header, &loop);
     }
     b_.Bind(end);
     b_.AddImm(I(a), I(a), 1);
@@ -3731,16 +3734,25 @@ class CodeGen {
   // handler may rebind a name, so `loop`'s inlined callees are checked again.
   // (A chunked loop around this one may have charged every tick left: the
   // count then goes below 0, which checks at once.)
-  void BackEdge(const Label& target, CountedLoop* loop = nullptr) {
+  void BackEdge(const Label& target, int header, CountedLoop* loop = nullptr) {
     b_.DecrementAndBranchPositive(ticks_, target);
-    CheckSignals();
+    const Label resume = ExitAt(header);
+    CheckSignals(&resume);
     if (loop) EmitInlineOk(*loop, ExitAt(loop->header));
     b_.Jump(target);
   }
 
-  // Ctrl-C: a pending signal leaves through the error exit; the ticks restart.
-  void CheckSignals() {
-    Int pending = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, check_signals)), {});
+  // Ctrl-C: a pending signal leaves through the error exit; the ticks
+  // restart. `resume` (null where there is none) is where the interpreter
+  // takes over when the helper says the code must leave for a GIL switch
+  // (JitHelpers::check_signals): the loop's head, the registers stored as
+  // there. Not from an inlined callee, whose exits redo the call.
+  void CheckSignals(const Label* resume) {
+    const bool may_leave = resume != nullptr && !inline_;
+    Int leave = b_.NewInt();
+    b_.MovImm(leave, may_leave ? 1 : 0);
+    Int pending = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, check_signals)), {leave});
+    if (may_leave) b_.BranchIntImm(IntCond::kEq, pending, 2, *resume);
     b_.BranchIntImm(IntCond::kNe, pending, 0, ErrorExit());
     b_.MovImm(ticks_, kBackEdgesPerCheck);
   }
@@ -4959,7 +4971,7 @@ class CodeGen {
           if (auto stop = Immediate(bb)) b_.BranchIntImm(past, next, *stop, end);
           else b_.BranchInt(past, next, I(bb), end);
           b_.Mov(I(a), next);
-          BackEdge(labels_[d]);
+          BackEdge(labels_[d], d);
           b_.Bind(end);
           break;
         }
@@ -4971,7 +4983,7 @@ class CodeGen {
         b_.BranchInt(IntCond::kLe, next, I(bb), end);
         b_.Bind(take);
         b_.Mov(I(a), next);
-        BackEdge(labels_[d]);
+        BackEdge(labels_[d], d);
         b_.Bind(end);
         break;
       }
@@ -4995,7 +5007,7 @@ class CodeGen {
         }
         b_.AddImm(I(a), I(a), 1);
         BranchCompare(IntCond::kGe, a, bb, end);
-        BackEdge(body != bodies_.end() ? body->second : labels_[d],
+        BackEdge(body != bodies_.end() ? body->second : labels_[d], d,
                  chunked != counted_loops_.end() ? &chunked->second : nullptr);
         b_.Bind(end);
         b_.AddImm(I(a), I(a), -1);

@@ -14,9 +14,13 @@
 namespace ppy::jit {
 
 struct JitHelpers {
-  // PyErr_CheckSignals, every kBackEdgesPerCheck back edges: nonzero with an
-  // exception set (KeyboardInterrupt) when the loop must stop.
-  int64_t (*check_signals)();
+  // PyErr_CheckSignals, every kBackEdgesPerCheck back edges: 1 with an
+  // exception set (KeyboardInterrupt) when the loop must stop; 2 (only where
+  // `may_leave`) when the machine code must leave for the interpreter, at the
+  // loop's head, for the GIL to go to another thread (this thread borrows a
+  // torch tensor, whose views only the interpreter refreshes after a
+  // switch); else 0.
+  int64_t (*check_signals)(int64_t may_leave);
   // A typed call: `index` in the caller's module; 1 on success, 0 with an
   // exception set.
   int64_t (*call_typed)(int64_t caller, int64_t index, int64_t args, int64_t result);

@@ -40,18 +40,23 @@ namespace {
 // Every kBackEdgesPerCheck back edges: Ctrl-C and a prange stop (vm/gil.h);
 // in a nogil scope, the GIL goes back if a helper took it (machine code holds
 // no Python object, so it never needs it between helpers). A thread that
-// holds the GIL lets it go every switch interval, as the interpreter's loop
+// holds the GIL lets it go every switch period, as the interpreter's loop
 // checks do (YieldGilIfDue), so that a long loop in machine code does not
-// starve the other threads; but not while it borrows a torch tensor, whose
+// starve the other threads. Not here while it borrows a torch tensor, whose
 // memory another thread may move (resize_) while the machine code holds its
-// address: the interpreter refreshes its views after a switch, machine code
-// cannot. (Every other exporter refuses to move memory it has exported.)
-int64_t CheckSignals() {
+// address: the machine code leaves for the interpreter instead (2), which
+// switches at its next loop check and refreshes its views, then enters the
+// machine code again; where it cannot leave (`may_leave` 0) the GIL stays.
+// (A prange worker is in a nogil scope for good: vm/prange.cpp.)
+int64_t CheckSignals(int64_t may_leave) {
   if (!PollInterrupts()) return 1;
   ReleaseGilAgain();  // (a no-op outside a nogil scope)
-  // (A prange worker is in a nogil scope for good: vm/prange.cpp.)
-  if (!InNogil() && !ThreadBorrowsTorchViews()) YieldGilIfDue();
-  return 0;
+  if (InNogil()) return 0;
+  if (!ThreadBorrowsTorchViews()) {
+    YieldGilIfDue();
+    return 0;
+  }
+  return may_leave != 0 && GilSwitchDue() ? 2 : 0;
 }
 
 int64_t CallTypedFromJit(int64_t caller, int64_t index, int64_t args, int64_t result) {

@@ -86,11 +86,17 @@ uint64_t SwitchPeriodNs() {
   return std::max(kLeast, static_cast<uint64_t>(2e9 * interval));
 }
 
+bool GilSwitchDue() {
+  if (MonotonicNs() - t_gil.last_switch_ns < t_gil.switch_period_ns) return false;
+  // (With no other thread state in the interpreter no thread waits for it.)
+  PyThreadState* head = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
+  return head != nullptr && PyThreadState_Next(head) != nullptr;
+}
+
 bool YieldGilIfDue() {
   const uint64_t now = MonotonicNs();
   if (now - t_gil.last_switch_ns < t_gil.switch_period_ns) return false;
   t_gil.last_switch_ns = now;
-  // (With no other thread state in the interpreter no thread waits for it.)
   PyThreadState* head = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
   if (head == nullptr || PyThreadState_Next(head) == nullptr) return false;
   t_gil.switch_period_ns = SwitchPeriodNs();  // (sys.setswitchinterval may have changed it)

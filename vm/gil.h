@@ -56,6 +56,8 @@ void LearnMainThread();
 // thread's store would spin for ever). True if it did (other threads' Python
 // code may have run).
 bool YieldGilIfDue();
+// Whether YieldGilIfDue would let the GIL go now (it changes nothing).
+bool GilSwitchDue();
 [[gnu::cold]] void TakeGilSlow();
 // Takes the GIL back if this thread released it: before anything that touches
 // Python. A no-op while it is held.

@@ -718,3 +718,61 @@ def test_the_optimize_level_strips_asserts_and_keeps_entries_apart(runner, tmp_p
         assert native.returncode == 0 and native.stdout.endswith(" True\n"), native.stderr
         assert native.stdout[:-len(" True\n")] == plain.stdout[:-len(" False\n")], (flags, native.stdout, plain.stdout)
 
+
+TORCH_LOOP_AND_A_THREAD = """\
+import sys
+import threading
+import time
+
+import torch
+from ppy import Buffer
+
+
+def spin(xs: Buffer[float], reps: int) -> float:
+    s: float = 0.0
+    for r in range(reps):
+        for i in range(len(xs)):
+            s += xs[i] * 0.5
+    return s
+
+
+xs = torch.ones(100000, dtype=torch.float64)
+ticks = []
+
+
+def other():
+    # Runs only if the loop lets the GIL go; then moves the tensor's memory.
+    for _ in range(5):
+        ticks.append(time.perf_counter())
+        time.sleep(0.01)
+    xs.resize_(10)
+    xs.fill_(2.0)
+
+
+t = threading.Thread(target=other)
+t.start()
+try:
+    result = spin(xs, 3000)
+    print("returned", result == 5.0 * 3000 or result > 0)
+except IndexError as e:
+    print("IndexError")
+t.join()
+print("other thread ran", len(ticks))
+"""
+
+
+def test_a_machine_code_loop_over_a_torch_tensor_lets_other_threads_run(runner, tmp_path):
+    # A loop in machine code that borrows a torch tensor leaves for the
+    # interpreter when a GIL switch is due (asmjit-backend/jit.cpp,
+    # CheckSignals), which lets the other thread run and refreshes the view
+    # when that thread has resized the tensor: the loop then reads the new
+    # memory (an IndexError past its new end, as in CPython), never the old.
+    pytest.importorskip("torch")
+    (tmp_path / "spin.ppy").write_text(TORCH_LOOP_AND_A_THREAD)
+    for env in ({"PPY_JIT": "eager"}, {}):
+        result = runner.ppy("run", "spin.ppy", cwd=tmp_path, PPY_TRACE="1", timeout=120, **env)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.endswith("other thread ran 5\n"), result.stdout + result.stderr
+        calls, entries = trace_counts(result.stderr, "__main__.spin")
+        assert calls == 1 and entries >= 2, result.stderr
+
