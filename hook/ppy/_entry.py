@@ -145,10 +145,18 @@ def check_entry(data, source_digest, torch, source_path):
 # ---- Where entries live --------------------------------------------------------------------
 
 
+# A relative PPY_CACHE_DIR, resolved against the working directory the
+# process had when it first used it: one folder for the whole process, even
+# if it changes directory between two imports.
+_resolved_cache_dirs = {}
+
+
 def cache_dir_for(source_path):
     configured = os.environ.get("PPY_CACHE_DIR")
     if configured:
-        return os.path.abspath(configured)
+        if configured not in _resolved_cache_dirs:
+            _resolved_cache_dirs[configured] = os.path.abspath(configured)
+        return _resolved_cache_dirs[configured]
     return os.path.join(os.path.dirname(os.path.abspath(source_path)), ".ppy-cache")
 
 

@@ -776,3 +776,17 @@ def test_a_machine_code_loop_over_a_torch_tensor_lets_other_threads_run(runner, 
         calls, entries = trace_counts(result.stderr, "__main__.spin")
         assert calls == 1 and entries >= 2, result.stderr
 
+
+def test_a_relative_cache_dir_is_one_folder_for_the_process(runner, tmp_path):
+    """A relative PPY_CACHE_DIR is resolved once, against the working
+    directory the process had at its first import: a later os.chdir does not
+    start a second cache under the new directory."""
+    (tmp_path / "a.ppy").write_text("def f(x: int) -> int:\n    return x + 1\n")
+    (tmp_path / "b.ppy").write_text("def g(x: int) -> int:\n    return x + 2\n")
+    (tmp_path / "elsewhere").mkdir()
+    probe = ("import os, sys, ppy\nsys.path.insert(0, os.getcwd())\nimport a\nos.chdir('elsewhere')\nimport b\n"
+             "print(a.f(1), b.g(1))\n")
+    run = runner.python("-c", probe, cwd=tmp_path, PPY_CACHE_DIR="cache")
+    assert (run.returncode, run.stdout) == (0, "2 3\n"), run.stderr
+    assert len(list((tmp_path / "cache").glob("*.ppyc"))) == 2
+    assert not (tmp_path / "elsewhere" / "cache").exists()
