@@ -65,6 +65,8 @@ void RestoreThread(PyThreadState* state) {
   PyEval_RestoreThread(state);
 }
 
+namespace {
+
 // Twice sys.getswitchinterval() (5 ms unless set), at least 1 ms. A thread
 // waiting for the GIL asks for it (gil_drop_request) only after a whole
 // interval in which no switch happened, and then YieldGilIfDue's release
@@ -85,6 +87,8 @@ uint64_t SwitchPeriodNs() {
   }
   return std::max(kLeast, static_cast<uint64_t>(2e9 * interval));
 }
+
+}  // namespace
 
 bool GilSwitchDue() {
   if (MonotonicNs() - t_gil.last_switch_ns < t_gil.switch_period_ns) return false;

@@ -123,14 +123,16 @@ bool RaiseDeoptimizeException(const FunctionCode& fn, int pc, const char* what) 
   return RaisePendingAsDeoptimize();
 }
 
-}  // namespace
-
+// Counts a deoptimization of fn's at pc for `ppy run --trace`, which reads
+// `what` later: a static string.
 void RecordDeoptimization(const FunctionCode& fn, int pc, const char* what) {
   if (fn.runtime == nullptr) return;
   ++fn.runtime->deopts;
   fn.runtime->deopt_pc.store(pc, std::memory_order_relaxed);
-  fn.runtime->deopt_what.store(what, std::memory_order_relaxed);  // (a static string: see the field)
+  fn.runtime->deopt_what.store(what, std::memory_order_relaxed);
 }
+
+}  // namespace
 
 bool RaiseDeoptimize(const FunctionCode& fn, int pc, const char* what) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
