@@ -790,3 +790,35 @@ def test_a_relative_cache_dir_is_one_folder_for_the_process(runner, tmp_path):
     assert (run.returncode, run.stdout) == (0, "2 3\n"), run.stderr
     assert len(list((tmp_path / "cache").glob("*.ppyc"))) == 2
     assert not (tmp_path / "elsewhere" / "cache").exists()
+
+
+DAEMON_AT_EXIT = """\
+import sys, threading, time
+import ppy, dk
+n = 2**70 if sys.argv[1] == "python" else 10**13
+threading.Thread(target=lambda: dk.spin(n), daemon=True).start()
+time.sleep(0.3)
+print("main thread exits")
+"""
+
+
+@pytest.mark.parametrize("case", ["python", "interpreter"])
+def test_a_daemon_thread_in_a_ppy_frame_does_not_abort_the_exit(runner, tmp_path, case):
+    """A daemon thread inside a ppy call when the interpreter exits: in the
+    function's Python code (an argument beyond 64 bits makes the call run
+    it) CPython ends the thread with an unwind through ppy's frames, which
+    aborted the process while _ppy carried its own copy of the unwinder
+    (-static-libgcc) to run their cleanups with; on the interpreter it waits
+    to be parked (RestoreThread). Either way the process exits 0."""
+    (tmp_path / "dk.ppy").write_text(textwrap.dedent("""\
+        def spin(n: int) -> int:
+            s: int = 0
+            for i in range(n):
+                s = (s * 31 + i) % 1000003
+            return s
+        """))
+    (tmp_path / "main.py").write_text(DAEMON_AT_EXIT)
+    env = {"PPY_JIT": "0"} if case == "interpreter" else {}
+    for _ in range(3):
+        run = runner.python("main.py", case, cwd=tmp_path, timeout=60, **env)
+        assert (run.returncode, run.stdout) == (0, "main thread exits\n"), run.stderr
