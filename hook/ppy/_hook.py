@@ -131,9 +131,9 @@ class PpyFinder:
         if source is None:
             return None
         if _plain_python():
-            # A file location, as a .py module's spec has: __file__ and
-            # __cached__ are set (the reference run's modules must look like
-            # ppy's, which set __file__, down to import error messages).
+            # A file location, as a .py module's spec has, so that __file__
+            # is set (the reference run's modules must look like ppy's, which
+            # set it, down to import error messages).
             return importlib.util.spec_from_file_location(fullname, source, loader=PpySourceLoader(fullname, source))
         return importlib.machinery.ModuleSpec(fullname, GeneratedLoader(fullname, source), origin=source)
 
