@@ -219,3 +219,48 @@ def test_a_length_a_loop_relies_on_is_checked_again_when_machine_code_is_entered
         result = runner.python("main.py", cwd=tmp_path, PPY_JIT=jit)
         assert result.returncode == 0, result.stderr
         assert result.stdout == python.stdout, (jit, result.stdout)
+
+
+GROWN_INDEXES = textwrap.dedent("""
+    import ppy, torch
+    from ppy import Buffer
+
+    def read1(a: Buffer[float], k: int) -> float:
+        a[0] = 1.0
+        big = k * k * k
+        return a[big]
+
+    def store1(a: Buffer[float], k: int) -> None:
+        a[0] = 2.0
+        big = -(k * k * k)
+        a[big] = 3.0
+
+    def read2(m: Buffer[float, 2], k: int) -> float:
+        m[0, 0] = 5.0
+        big = k * k * k
+        return m[0, big]
+
+    for f, make in [(read1, lambda: torch.zeros(3, dtype=torch.float64)),
+                    (store1, lambda: torch.zeros(3, dtype=torch.float64)),
+                    (read2, lambda: torch.zeros(2, 2, dtype=torch.float64))]:
+        a = make()
+        try:
+            print(f.__name__, f(a, 3000000))
+        except (IndexError, ValueError, OverflowError) as e:
+            print(f.__name__, type(e).__name__, e)
+        print("  kept", a.flatten().tolist())
+""")
+
+
+def test_a_grown_index_into_a_tensor_raises_torchs_error(runner, tmp_path):
+    """An index that grew past 64 bits (after an effect, so the frame keeps
+    the Python int) refused as torch refuses it, ValueError "Overflow when
+    unpacking long long", with the stores before it kept: the torch part of
+    tests/programs/224, whose reference run torch does not survive under the
+    sanitizers."""
+    (tmp_path / "grown.ppy").write_text(GROWN_INDEXES)
+    expected = runner.python("grown.ppy", cwd=tmp_path, PPY_IMPORT="python")
+    assert expected.returncode == 0 and "ValueError Overflow when unpacking long long" in expected.stdout, expected
+    for mode in ({"PPY_JIT": "0"}, {"PPY_JIT": "eager"}):
+        actual = runner.ppy("run", "grown.ppy", cwd=tmp_path, **mode)
+        assert (actual.returncode, actual.stdout) == (0, expected.stdout), actual.stderr
