@@ -88,21 +88,24 @@ uint64_t SwitchPeriodNs() {
   return std::max(kLeast, static_cast<uint64_t>(2e9 * interval));
 }
 
+// Whether the interpreter has another thread state: with none, no thread
+// waits for the GIL.
+bool AnotherThreadExists() {
+  PyThreadState* head = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
+  return head != nullptr && PyThreadState_Next(head) != nullptr;
+}
+
 }  // namespace
 
 bool GilSwitchDue() {
-  if (MonotonicNs() - t_gil.last_switch_ns < t_gil.switch_period_ns) return false;
-  // (With no other thread state in the interpreter no thread waits for it.)
-  PyThreadState* head = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
-  return head != nullptr && PyThreadState_Next(head) != nullptr;
+  return MonotonicNs() - t_gil.last_switch_ns >= t_gil.switch_period_ns && AnotherThreadExists();
 }
 
 bool YieldGilIfDue() {
   const uint64_t now = MonotonicNs();
   if (now - t_gil.last_switch_ns < t_gil.switch_period_ns) return false;
   t_gil.last_switch_ns = now;
-  PyThreadState* head = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
-  if (head == nullptr || PyThreadState_Next(head) == nullptr) return false;
+  if (!AnotherThreadExists()) return false;
   t_gil.switch_period_ns = SwitchPeriodNs();  // (sys.setswitchinterval may have changed it)
   RestoreThread(PyEval_SaveThread());
   return true;

@@ -50,11 +50,10 @@ void RestoreThread(PyThreadState* state);
 void LearnMainThread();
 // At a loop check of a frame that holds the GIL (the interpreter's, and
 // machine code's): every two switch intervals (10 ms by default, see
-// gil.cpp), releases
-// it and takes it back, so that a thread waiting for it runs, as CPython's
-// eval loop lets one at its back edges (a loop that waits on another
-// thread's store would spin for ever). True if it did (other threads' Python
-// code may have run).
+// gil.cpp), releases it and takes it back, so that a thread waiting for it
+// runs, as CPython's eval loop lets one at its back edges (a loop that waits
+// on another thread's store would spin for ever). True if it did (other
+// threads' Python code may have run).
 bool YieldGilIfDue();
 // Whether YieldGilIfDue would let the GIL go now (it changes nothing).
 bool GilSwitchDue();
