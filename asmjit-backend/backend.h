@@ -69,6 +69,12 @@ enum class FloatCond : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe, kNotLt, kNotLe, k
 // The float arithmetic that can take an element straight from memory.
 enum class FloatOp : uint8_t { kAdd, kSub, kMul };
 
+// What an instruction of finished code (registers allocated) does to one
+// general register (a backend's UseOf, for jit.cpp's DropDeadMoves):
+// nothing, reads it (or may), writes all of it without reading it, or
+// unknown (an instruction the backend does not describe).
+enum class RegisterUse : uint8_t { kNone, kReads, kOverwrites, kUnknown };
+
 // The out-of-line primitives every backend class defines.
 #define PPY_JIT_BACKEND_PRIMITIVES                                                                      \
   /* int64 f(Value* regs, Value* result, const JitCallContext* context, int64 entry_pc) */             \

@@ -2238,7 +2238,13 @@ class CodeGen {
       span = b_.NewInt();
       b_.MulChecked(span, ticks_, I(loop.span_step), whole);
     }
-    b_.AddChecked(loop.lim, I(loop.x), span, whole);
+    // (With x within +-2**62, as a counter is (FindCounters), x + ticks
+    // cannot overflow: ticks is at most kBackEdgesPerCheck, and never far
+    // below 0.)
+    const std::optional<Range> x = RangeOf(loop.x);
+    constexpr int64_t kBound = int64_t{1} << 62;
+    if (span == ticks_ && x && x->low >= -kBound && x->high <= kBound) b_.Add(loop.lim, I(loop.x), span);
+    else b_.AddChecked(loop.lim, I(loop.x), span, whole);
     b_.BranchInt(IntCond::kLe, loop.lim, I(loop.m), set);
     b_.Bind(whole);  // (x + span > m, or an overflow: past m, or below x if no tick is left)
     b_.Mov(loop.lim, I(loop.m));
@@ -2943,6 +2949,8 @@ class CodeGen {
     b_.Bind(small);
     b_.Sub(ticks_, ticks_, loop.left);
     for (const auto& sum : loop.sums) {  // (left <= ticks <= 4096 and |bound| < 2**32: no overflow)
+      // (A counter stays within +-2**62 (FindCounters): plus at most 2**44, it fits.)
+      if (counter_ranges_.count(sum.acc)) continue;
       for (int64_t bound : {sum.high > 0 ? sum.high : 0, sum.low < 0 ? sum.low : 0}) {
         if (bound == 0) continue;  // (only a positive high can overflow upward, a negative low downward)
         Int most = b_.NewInt();
@@ -2973,7 +2981,8 @@ class CodeGen {
     if (KindOf(reg) != Kind::kInt) return std::nullopt;
     if (immediate_[reg]) return Range{*immediate_[reg], *immediate_[reg]};
     if (auto it = stable_ranges_.find(reg); it != stable_ranges_.end()) return it->second;
-    if (auto it = ranges_.find(reg); it != ranges_.end()) return it->second;
+    if (auto it = ranges_.find(reg); it != ranges_.end()) return it->second;  // (within a counter's: see NoteFallThrough)
+    if (auto it = counter_ranges_.find(reg); it != counter_ranges_.end()) return it->second;
     if (const RangedLoop* loop = RangedLoopWith(reg, true)) {
       auto limit = RangeOf(loop->limit);
       return Range{0, (limit ? limit->high : INT64_MAX) - 1};
@@ -3180,6 +3189,59 @@ class CodeGen {
     data_.resize(count);
     length_.resize(count);
     store_length_.resize(count);
+    FindCounters();
+  }
+
+  // Counters that cannot overflow in any run: an int local (not a parameter,
+  // no known value) that every instruction writing it either sets to a known
+  // value within 2**62 or moves by one, always the same way (`words += 1`).
+  // From a fresh frame's 0 or its least (greatest) known value, it gets
+  // past 2**62 (below -2**62) only after 2**62 of those increments (as many
+  // instructions run: a century of a core's time), so its range is
+  // [least, 2**62] ([-2**62, greatest]) wherever it is read, and `+= 1`
+  // needs no overflow check (the tokenizer's three counts: one `jo` per
+  // token). The interpreter runs the same instructions, so a value it hands
+  // to machine code at a loop's entry keeps the bound too.
+  void FindCounters() {
+    constexpr int64_t kBound = int64_t{1} << 62;
+    const int count = fn_.num_registers();
+    std::vector<int64_t> least(count, 0), greatest(count, 0);  // (a fresh frame's registers are 0)
+    std::vector<int> step(count, 0);  // +1, -1; 0: none seen yet
+    std::vector<bool> excluded(count, false);
+    for (int reg = 0; reg < count; ++reg) {
+      excluded[reg] = reg < fn_.num_params() || KindOf(reg) != Kind::kInt || immediate_[reg].has_value();
+    }
+    for (const Instr& in : fn_.code) {
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      for (int reg = 0; reg < count; ++reg) {
+        if (!writes[reg] || excluded[reg]) continue;
+        std::optional<int64_t> value;
+        if (in.op == Op::MOVE_I && in.a == reg) value = ConstantOf(in.b);
+        if (value && *value >= -kBound && *value <= kBound) {
+          least[reg] = std::min(least[reg], *value);
+          greatest[reg] = std::max(greatest[reg], *value);
+          continue;
+        }
+        int by = 0;
+        if (in.op == Op::ADD_I && in.a == reg && (in.b == reg) != (in.c == reg)) {
+          const std::optional<int64_t> k = ConstantOf(in.b == reg ? in.c : in.b);
+          if (k && (*k == 1 || *k == -1)) by = static_cast<int>(*k);
+        } else if (in.op == Op::SUB_I && in.a == reg && in.b == reg && in.c != reg) {
+          const std::optional<int64_t> k = ConstantOf(in.c);
+          if (k && (*k == 1 || *k == -1)) by = -static_cast<int>(*k);
+        }
+        if (by == 0 || (step[reg] != 0 && step[reg] != by)) {
+          excluded[reg] = true;
+          continue;
+        }
+        step[reg] = by;
+      }
+    }
+    for (int reg = 0; reg < count; ++reg) {
+      if (excluded[reg] || step[reg] == 0) continue;
+      counter_ranges_[reg] = step[reg] > 0 ? Range{least[reg], kBound} : Range{-kBound, greatest[reg]};
+    }
   }
 
   void LoadRegisters(const Int& regs) {
@@ -5247,6 +5309,7 @@ class CodeGen {
   std::map<std::pair<int, int64_t>, Int> grouped_values_;   // (buffer, value key) -> the group's register
   std::map<int, Range> ranges_;              // int register -> its range here, from this block's arithmetic
   std::map<int, Range> stable_ranges_;       // an inlined callee's unwritten parameters' ranges
+  std::map<int, Range> counter_ranges_;      // FindCounters
   std::set<int> nonzero_floats_;             // float registers known nonzero here (I2F of a range without 0)
   std::set<int> sign_free_floats_;           // float registers known >= 0 or NaN here (see NoteRanges)
   std::vector<int> same_as_;                 // per pc: the register holding what it computes already, or -1

@@ -27,6 +27,10 @@ class A64Backend {
   static constexpr bool kTruncationGivesMinWhenInvalid = false;
   static constexpr uint32_t kJumpInstId = asmjit::a64::Inst::kIdB;  // (with no condition: `b`)
 
+  // DropDeadMoves (jit.cpp) has no table for AArch64 yet: it finds nothing.
+  static bool IsRegisterMove(const asmjit::InstNode&, uint32_t*) { return false; }
+  static RegisterUse UseOf(const asmjit::InstNode&, uint32_t) { return RegisterUse::kUnknown; }
+
   explicit A64Backend(asmjit::CodeHolder* code) : cc_(code) {}
   asmjit::BaseCompiler& compiler() { return cc_; }
   const Label& entry_label() const { return entry_; }

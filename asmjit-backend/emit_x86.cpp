@@ -550,3 +550,78 @@ X86Backend::Float X86Backend::CallFloatHelper(const Int& table, int32_t offset, 
 }
 
 }  // namespace ppy::jit
+
+namespace ppy::jit {
+
+namespace {
+
+// Whether `op` names general register `reg`: itself, or as a memory
+// operand's base or index.
+bool MentionsGp(const asmjit::Operand& op, uint32_t reg) {
+  if (op.isReg()) {
+    const asmjit::BaseReg& r = op.as<asmjit::BaseReg>();
+    return r.isGp() && r.id() == reg;
+  }
+  if (op.isMem()) {
+    const asmjit::BaseMem& mem = op.as<asmjit::BaseMem>();
+    return (mem.hasBaseReg() && mem.baseId() == reg) || (mem.hasIndexReg() && mem.indexId() == reg);
+  }
+  return false;
+}
+
+// A general register of 32 or 64 bits: a write to either replaces all 64.
+bool IsWholeGp(const asmjit::Operand& op) {
+  return op.isReg() && op.as<asmjit::BaseReg>().isGp() && op.as<asmjit::BaseReg>().size() >= 4;
+}
+
+}  // namespace
+
+bool X86Backend::IsRegisterMove(const asmjit::InstNode& inst, uint32_t* reg) {
+  if (inst.id() != asmjit::x86::Inst::kIdMov || inst.opCount() != 2 || !IsWholeGp(inst.op(0))) return false;
+  const asmjit::Operand& source = inst.op(1);
+  // (A load too: what the code reads is its frame's, or elements whose
+  // bounds it checked before.)
+  if (!source.isImm() && !source.isMem() && !(source.isReg() && source.as<asmjit::BaseReg>().isGp())) return false;
+  *reg = inst.op(0).id();
+  return true;
+}
+
+RegisterUse X86Backend::UseOf(const asmjit::InstNode& inst, uint32_t reg) {
+  namespace x = asmjit::x86;
+  switch (inst.id()) {
+    // Each of these names every register it reads or writes as an operand
+    // (no implicit one: imul's one-operand form, which writes rdx:rax, is
+    // left out below), and writes no general register except its first.
+    case x::Inst::kIdMov: case x::Inst::kIdLea: case x::Inst::kIdMovzx: case x::Inst::kIdMovsx:
+    case x::Inst::kIdMovsxd: case x::Inst::kIdCvttsd2si:
+    case x::Inst::kIdAdd: case x::Inst::kIdSub: case x::Inst::kIdAnd: case x::Inst::kIdOr: case x::Inst::kIdXor:
+    case x::Inst::kIdCmp: case x::Inst::kIdTest: case x::Inst::kIdImul:
+    case x::Inst::kIdMovsd: case x::Inst::kIdMovss: case x::Inst::kIdMovapd: case x::Inst::kIdMovaps:
+    case x::Inst::kIdMovq:
+    case x::Inst::kIdAddsd: case x::Inst::kIdSubsd: case x::Inst::kIdMulsd: case x::Inst::kIdDivsd:
+    case x::Inst::kIdVaddsd: case x::Inst::kIdVsubsd: case x::Inst::kIdVmulsd: case x::Inst::kIdVdivsd:
+    case x::Inst::kIdXorpd: case x::Inst::kIdVxorpd: case x::Inst::kIdAndpd: case x::Inst::kIdVandpd:
+    case x::Inst::kIdSqrtsd: case x::Inst::kIdVsqrtsd: case x::Inst::kIdUcomisd: case x::Inst::kIdVucomisd:
+    case x::Inst::kIdCvtss2sd: case x::Inst::kIdVcvtss2sd: case x::Inst::kIdCvtsd2ss: case x::Inst::kIdVcvtsd2ss:
+    case x::Inst::kIdCvtsi2sd: case x::Inst::kIdVcvtsi2sd:
+      break;
+    default: return RegisterUse::kUnknown;
+  }
+  if (inst.id() == x::Inst::kIdImul && inst.opCount() < 2) return RegisterUse::kUnknown;
+  bool read = false;
+  for (uint32_t i = 0; i < inst.opCount(); ++i) read |= MentionsGp(inst.op(i), reg) && i != 0;
+  const asmjit::Operand& first = inst.op(0);
+  if (!MentionsGp(first, reg)) return read ? RegisterUse::kReads : RegisterUse::kNone;
+  // Written whole without being read: a move, an address, an extension or a
+  // conversion into a 32- or 64-bit register (the others read their first operand).
+  switch (inst.id()) {
+    case x::Inst::kIdMov: case x::Inst::kIdLea: case x::Inst::kIdMovzx: case x::Inst::kIdMovsx:
+    case x::Inst::kIdMovsxd: case x::Inst::kIdCvttsd2si:
+      if (IsWholeGp(first) && !read) return RegisterUse::kOverwrites;
+      break;
+    default: break;
+  }
+  return RegisterUse::kReads;
+}
+
+}  // namespace ppy::jit

@@ -25,6 +25,14 @@ class X86Backend {
   static constexpr bool kTruncationGivesMinWhenInvalid = true;
   static constexpr uint32_t kJumpInstId = asmjit::x86::Inst::kIdJmp;
 
+  // For DropDeadMoves (jit.cpp), after register allocation: whether `inst`
+  // is a move into a general register that has no effect but that register
+  // (`mov r, imm`, `mov r, r2` or a load), and which one; and what an instruction
+  // does to general register `reg`, where every register it uses is an
+  // explicit operand (kUnknown for anything else, which ends the search).
+  static bool IsRegisterMove(const asmjit::InstNode& inst, uint32_t* reg);
+  static RegisterUse UseOf(const asmjit::InstNode& inst, uint32_t reg);
+
   X86Backend(asmjit::CodeHolder* code, bool avx) : cc_(code), avx_(avx) {}
   asmjit::BaseCompiler& compiler() { return cc_; }
   const Label& entry_label() const { return entry_; }

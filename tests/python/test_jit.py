@@ -369,6 +369,101 @@ def test_dis_shows_a_specialization_and_its_guard(runner, tmp_path):
     assert bad.returncode == 2 and "--value needs FUNC" in bad.stderr
 
 
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="reads x86-64 machine code")
+def test_known_values_the_code_folds_are_not_moved_into_registers(runner, tmp_path):
+    """In the cols=16 copy, `(i + 1) % cols` is known in each unrolled copy and
+    its element's address takes it as an offset: the moves of the known value
+    into registers that nothing reads are dropped (jit.cpp, DropDeadMoves),
+    where the allocator had kept two per copy, each overwritten by the next."""
+    (tmp_path / "kernel.ppy").write_text(SPECIALIZED)
+    special = runner.ppy("dis", "--jit", "--value", "cols=16", tmp_path / "kernel.ppy", "interactions")
+    assert special.returncode == 0, special.stderr
+    lines = [line.strip() for line in special.stdout.splitlines() if line and not line.startswith((";", "."))]
+    move = re.compile(r"^mov (\w+), ")
+    for line, following in zip(lines, lines[1:]):
+        first, second = move.match(line), move.match(following)
+        overwritten = second and first and second.group(1) == first.group(1) and first.group(1) not in following.split(",", 1)[1]
+        assert not overwritten, (line, following, special.stdout)
+    run = runner.python("-c", SPECIALIZED_CALLS, cwd=tmp_path, PPY_JIT="eager")
+    expected = runner.python("-c", SPECIALIZED_CALLS, cwd=tmp_path, PPY_IMPORT="python")
+    assert run.returncode == 0 and run.stdout == expected.stdout, run.stderr
+
+
+COUNTERS = """\
+from ppy import Buffer, u8
+
+
+def spaces(text: Buffer[u8]) -> int:
+    count: int = 0
+    for i in range(len(text)):
+        if text[i] == 32:
+            count += 1
+    return count
+
+
+def spaces_from(text: Buffer[u8], start: int) -> int:
+    count: int = start
+    for i in range(len(text)):
+        if text[i] == 32:
+            count += 1
+    return count
+
+
+def spaces_near_the_top(text: Buffer[u8]) -> int:
+    count: int = 9223372036854775800
+    for i in range(len(text)):
+        if text[i] == 32:
+            count += 1
+    return count
+
+
+def spaces_by_two(text: Buffer[u8]) -> int:
+    count: int = 0
+    for i in range(len(text)):
+        if text[i] == 32:
+            count += 2
+    return count
+"""
+
+COUNTER_CALLS = """
+import ppy, kernel
+text = bytearray(b"a b  c   d" * 3)
+for name in ("spaces", "spaces_near_the_top", "spaces_by_two"):
+    try:
+        print(name, getattr(kernel, name)(text))
+    except OverflowError as error:
+        print(name, "OverflowError", error)
+for start in (0, 2**62, 2**63 - 10):
+    try:
+        print(start, kernel.spaces_from(text, start))
+    except OverflowError as error:
+        print(start, "OverflowError", error)
+print(ppy.tier(kernel.spaces), ppy.tier(kernel.spaces_from))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="reads x86-64 machine code")
+def test_counters_that_only_count_by_one_from_a_known_value_need_no_overflow_check(runner, tmp_path):
+    """`count += 1` on a local that only ever counts by one from a known value
+    cannot pass 2**62 in any run (codegen.h, FindCounters): no `jo`. Started
+    from a parameter, from a known value past 2**62, or counting by two, it
+    keeps its check, and overflows as the interpreter does."""
+    (tmp_path / "kernel.ppy").write_text(COUNTERS)
+    checks = {}
+    for name in ("spaces", "spaces_from", "spaces_near_the_top", "spaces_by_two"):
+        dis = runner.ppy("dis", "--jit", tmp_path / "kernel.ppy", name)
+        assert dis.returncode == 0, dis.stderr
+        checks[name] = len(re.findall(r"\bjo\b", dis.stdout))
+    assert checks["spaces"] == 0 and all(checks[name] > 0 for name in checks if name != "spaces"), checks
+    interpreted = runner.python("-c", COUNTER_CALLS, cwd=tmp_path, PPY_JIT="0")
+    run = runner.python("-c", COUNTER_CALLS, cwd=tmp_path, PPY_JIT="eager")
+    assert interpreted.returncode == 0 and run.returncode == 0, (interpreted.stderr, run.stderr)
+    assert "spaces_near_the_top OverflowError" in run.stdout and "9223372036854775798 OverflowError" in run.stdout
+    assert "spaces 18" in run.stdout and "spaces_by_two 36" in run.stdout, run.stdout
+    assert run.stdout.splitlines()[:-1] == interpreted.stdout.splitlines()[:-1]
+    assert run.stdout.splitlines()[-1] == "jit jit", run.stdout
+
+
 PARTIAL = """\
 from ppy import Buffer
 
