@@ -33,6 +33,24 @@ bool FitsInt32(int64_t value) { return value >= INT32_MIN && value <= INT32_MAX;
 
 void X86Backend::Begin(Int* regs, Int* result, Int* context, Int* entry_pc) {
   entry_ = BeginFunction(cc_, regs, result, context, entry_pc);
+  prologue_ = cc_.cursor();
+}
+
+// The register whose upper lanes each AVX conversion of an f32 element
+// copies (vcvtss2sd dst, base, m32): one the function sets once, in its
+// prologue (made at the first conversion), so that no conversion waits
+// for anything (with dst as that operand, each load waited for the last
+// value of its register).
+const X86Backend::Float& X86Backend::ConversionBase() {
+  if (!conversion_base_.isValid()) {
+    conversion_base_ = NewFloat();
+    asmjit::BaseNode* const end = prologue_;
+    asmjit::BaseNode* const here = cc_.setCursor(end);
+    cc_.vxorpd(conversion_base_, conversion_base_, conversion_base_);
+    prologue_ = cc_.cursor();
+    cc_.setCursor(here == end ? prologue_ : here);  // (emitting at the prologue's end: after the clear)
+  }
+  return conversion_base_;
 }
 
 void X86Backend::End() { cc_.endFunc(); }
@@ -100,13 +118,12 @@ void X86Backend::LoadElement(ElemType elem, const Int& dst, const Int& data, con
 
 void X86Backend::LoadElement(ElemType elem, const Float& dst, const Int& data, const Int& index, int32_t offset) {
   if (elem == ElemType::kF32) {
-    // cvtss2sd writes only the low lane: without the clear, each load would
-    // wait for the last value of its register (matmul's loop ran at the
-    // latency of that chain, a third slower than C).
-    // The conversion is the two-operand SSE form even with AVX (see
-    // FArithElement); the VEX clear leaves the upper lanes clean for it.
-    if (avx_) cc_.vxorpd(dst, dst, dst);
-    else cc_.xorpd(dst, dst);
+    // cvtss2sd writes only the low lane: the upper one comes from a register
+    // set once (ConversionBase) under AVX, else from dst cleared first.
+    // Without that, each load would wait for the last value of its register
+    // (matmul's loop ran at the latency of that chain, a third slower than C).
+    if (avx_) return void(cc_.vcvtss2sd(dst, ConversionBase(), x86::dword_ptr(data, index, 2, offset)));
+    cc_.xorpd(dst, dst);
     cc_.cvtss2sd(dst, x86::dword_ptr(data, index, 2, offset));
   } else {
     cc_.movsd(dst, x86::qword_ptr(data, index, 3, offset));

@@ -59,9 +59,13 @@ class X86Backend {
   template <typename Result, typename Arg, typename Reg>
   Reg CallHelper(const Int& table, int32_t offset, std::initializer_list<Reg> args, Reg result);
 
+  const Float& ConversionBase();
+
   asmjit::x86::Compiler cc_;
   bool avx_;
   Label entry_;
+  asmjit::BaseNode* prologue_ = nullptr;  // where the function's setup ends (ConversionBase)
+  Float conversion_base_;
   std::vector<asmjit::x86::Mem> slots_;
 };
 

@@ -389,6 +389,49 @@ def test_known_values_the_code_folds_are_not_moved_into_registers(runner, tmp_pa
     assert run.returncode == 0 and run.stdout == expected.stdout, run.stderr
 
 
+F32_DOT = """\
+from ppy import Buffer, f32
+
+
+def dot(a: Buffer[f32], b: Buffer[f32]) -> float:
+    acc: float = 0.0
+    for k in range(len(a)):
+        acc += a[k] * b[k]
+    return acc
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="reads x86-64 machine code")
+def test_f32_elements_convert_without_waiting_for_their_register(runner, tmp_path):
+    """cvtss2sd writes only the low lane of its register: each conversion
+    would wait for the register's last value. Under AVX the upper lane comes
+    from a register cleared once in the prologue (one vxorpd in all, none in
+    the loop); under SSE2 each conversion clears its register first. Both
+    compute what Python does."""
+    (tmp_path / "kernel.ppy").write_text(F32_DOT)
+    sse2 = runner.ppy("dis", "--jit", tmp_path / "kernel.ppy", "dot", PPY_JIT_ISA="sse2")
+    assert sse2.returncode == 0, sse2.stderr
+    conversions = len(re.findall(r"\bcvtss2sd xmm\d+, dword ptr", sse2.stdout))
+    assert conversions >= 2 and len(re.findall(r"\bxorpd\b", sse2.stdout)) >= conversions, sse2.stdout
+    native = runner.ppy("dis", "--jit", tmp_path / "kernel.ppy", "dot")
+    assert native.returncode == 0, native.stderr
+    if "x86_64-avx" in native.stdout:
+        assert len(re.findall(r"\bvcvtss2sd xmm\d+, xmm\d+, dword ptr", native.stdout)) >= 2, native.stdout
+        assert len(re.findall(r"\bv?xorpd\b", native.stdout)) == 1, native.stdout
+    calls = """
+import array, ppy, kernel
+a = array.array("f", [((k * 37) % 101) / 7.0 - 5.0 for k in range(1001)])
+b = array.array("f", [((k * 11) % 23) / 3.0 - 2.5 for k in range(1001)])
+print([kernel.dot(a, b) for _ in range(3)])
+print(ppy.tier(kernel.dot))
+"""
+    expected = runner.python("-c", calls, cwd=tmp_path, PPY_IMPORT="python")
+    for isa in ("", "sse2"):
+        run = runner.python("-c", calls, cwd=tmp_path, PPY_JIT="eager", PPY_JIT_ISA=isa)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.splitlines() == [expected.stdout.splitlines()[0], "jit"], (run.stdout, expected.stdout)
+
+
 COUNTERS = """\
 from ppy import Buffer, u8
 
