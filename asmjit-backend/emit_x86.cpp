@@ -36,11 +36,11 @@ void X86Backend::Begin(Int* regs, Int* result, Int* context, Int* entry_pc) {
   prologue_ = cc_.cursor();
 }
 
-// The register whose upper lanes each AVX conversion of an f32 element
-// copies (vcvtss2sd dst, base, m32): one the function sets once, in its
-// prologue (made at the first conversion), so that no conversion waits
-// for anything (with dst as that operand, each load waited for the last
-// value of its register).
+// The register whose upper lane each AVX conversion to a double copies
+// (vcvtss2sd dst, base, m32; vcvtsi2sd dst, base, r64): one the function
+// clears once, in its prologue (made at the first conversion), so that no
+// conversion waits for anything (with dst there, each waited for the last
+// value of its register, unless cleared first: one more instruction).
 const X86Backend::Float& X86Backend::ConversionBase() {
   if (!conversion_base_.isValid()) {
     conversion_base_ = NewFloat();
@@ -422,12 +422,10 @@ void X86Backend::FAbs(const Float& dst, const Float& a) {
 }
 
 void X86Backend::IntToFloat(const Float& dst, const Int& src) {
-  // cvtsi2sd writes only the low lane; clearing first breaks the dependency.
-  if (avx_) {
-    cc_.vxorpd(dst, dst, dst);
-    cc_.vcvtsi2sd(dst, dst, src);
-    return;
-  }
+  // cvtsi2sd writes only the low lane: the upper one comes from the
+  // register set once under AVX (ConversionBase), else from dst cleared
+  // first, so that the conversion does not wait for dst's last value.
+  if (avx_) return void(cc_.vcvtsi2sd(dst, ConversionBase(), src));
   cc_.xorpd(dst, dst);
   cc_.cvtsi2sd(dst, src);
 }
