@@ -116,8 +116,11 @@ def _torchrun(runner, folder, processes, **env):
 
 
 def _accelerate(runner, folder, **env):
+    # A free port, not accelerate's default 29500: pytest-xdist may run this
+    # module's fixtures on both workers at once, and one launch then failed
+    # with EADDRINUSE.
     return runner.run([*ACCELERATE, "--config_file", "accelerate_config.yaml", "--multi_gpu", "--num_processes", "2",
-                       "train.py"], cwd=folder, timeout=600, **env)
+                       "--main_process_port", str(_free_port()), "train.py"], cwd=folder, timeout=600, **env)
 
 
 # ---- One warm cache, every launcher -------------------------------------------------------
