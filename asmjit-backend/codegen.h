@@ -2238,13 +2238,14 @@ class CodeGen {
       span = b_.NewInt();
       b_.MulChecked(span, ticks_, I(loop.span_step), whole);
     }
-    // (With x within +-2**62, as a counter is (FindCounters), x + ticks
-    // cannot overflow: ticks is at most kBackEdgesPerCheck, and never far
-    // below 0.)
+    // (With x within a counter's range (FindCounters), x + ticks cannot
+    // overflow: ticks is at most kBackEdgesPerCheck, and never far below 0.)
     const std::optional<Range> x = RangeOf(loop.x);
-    constexpr int64_t kBound = int64_t{1} << 62;
-    if (span == ticks_ && x && x->low >= -kBound && x->high <= kBound) b_.Add(loop.lim, I(loop.x), span);
-    else b_.AddChecked(loop.lim, I(loop.x), span, whole);
+    if (span == ticks_ && x && x->low >= -kCounterBound && x->high <= kCounterBound) {
+      b_.Add(loop.lim, I(loop.x), span);
+    } else {
+      b_.AddChecked(loop.lim, I(loop.x), span, whole);
+    }
     b_.BranchInt(IntCond::kLe, loop.lim, I(loop.m), set);
     b_.Bind(whole);  // (x + span > m, or an overflow: past m, or below x if no tick is left)
     b_.Mov(loop.lim, I(loop.m));
@@ -2949,7 +2950,7 @@ class CodeGen {
     b_.Bind(small);
     b_.Sub(ticks_, ticks_, loop.left);
     for (const auto& sum : loop.sums) {  // (left <= ticks <= 4096 and |bound| < 2**32: no overflow)
-      // (A counter stays within +-2**62 (FindCounters): plus at most 2**44, it fits.)
+      // (A counter stays within +-(2**63 - 2**61) (FindCounters): plus at most 2**44, it fits.)
       if (counter_ranges_.count(sum.acc)) continue;
       for (int64_t bound : {sum.high > 0 ? sum.high : 0, sum.low < 0 ? sum.low : 0}) {
         if (bound == 0) continue;  // (only a positive high can overflow upward, a negative low downward)
@@ -3194,16 +3195,18 @@ class CodeGen {
 
   // Counters that cannot overflow in any run: an int local (not a parameter,
   // no known value) that every instruction writing it either sets to a known
-  // value within 2**62 or moves by one, always the same way (`words += 1`).
+  // value within 2**61 or moves by one, always the same way (`words += 1`).
   // From a fresh frame's 0 or its least (greatest) known value, it gets
-  // past 2**62 (below -2**62) only after 2**62 of those increments (as many
-  // instructions run: a century of a core's time), so its range is
-  // [least, 2**62] ([-2**62, greatest]) wherever it is read, and `+= 1`
-  // needs no overflow check (the tokenizer's three counts: one `jo` per
-  // token). The interpreter runs the same instructions, so a value it hands
-  // to machine code at a loop's entry keeps the bound too.
+  // more than 2**62 away only after 2**62 of those increments (as many
+  // instructions run: decades of a core's time), so its range is [least,
+  // 2**61 + 2**62] ([-2**61 - 2**62, greatest]) wherever it is read, and
+  // `+= 1` needs no overflow check (the tokenizer's three counts: one `jo`
+  // per token). The interpreter runs the same instructions, so a value it
+  // hands to machine code at a loop's entry keeps the bound too.
+  static constexpr int64_t kCounterStart = int64_t{1} << 61;
+  static constexpr int64_t kCounterBound = kCounterStart + (int64_t{1} << 62);  // (2**63 - 2**61)
   void FindCounters() {
-    constexpr int64_t kBound = int64_t{1} << 62;
+    constexpr int64_t kBound = kCounterStart;
     const int count = fn_.num_registers();
     std::vector<int64_t> least(count, 0), greatest(count, 0);  // (a fresh frame's registers are 0)
     std::vector<int> step(count, 0);  // +1, -1; 0: none seen yet
@@ -3240,7 +3243,7 @@ class CodeGen {
     }
     for (int reg = 0; reg < count; ++reg) {
       if (excluded[reg] || step[reg] == 0) continue;
-      counter_ranges_[reg] = step[reg] > 0 ? Range{least[reg], kBound} : Range{-kBound, greatest[reg]};
+      counter_ranges_[reg] = step[reg] > 0 ? Range{least[reg], kCounterBound} : Range{-kCounterBound, greatest[reg]};
     }
   }
 

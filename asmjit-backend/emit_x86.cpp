@@ -564,10 +564,6 @@ X86Backend::Float X86Backend::CallFloatHelper(const Int& table, int32_t offset, 
   return CallHelper<double, double>(table, offset, args, NewFloat());
 }
 
-}  // namespace ppy::jit
-
-namespace ppy::jit {
-
 namespace {
 
 // Whether `op` names general register `reg`: itself, or as a memory

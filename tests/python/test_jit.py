@@ -488,8 +488,8 @@ print(ppy.tier(kernel.spaces), ppy.tier(kernel.spaces_from))
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="reads x86-64 machine code")
 def test_counters_that_only_count_by_one_from_a_known_value_need_no_overflow_check(runner, tmp_path):
     """`count += 1` on a local that only ever counts by one from a known value
-    cannot pass 2**62 in any run (codegen.h, FindCounters): no `jo`. Started
-    from a parameter, from a known value past 2**62, or counting by two, it
+    cannot get 2**62 past it in any run (codegen.h, FindCounters): no `jo`.
+    Started from a parameter, from a known value past 2**61, or counting by two, it
     keeps its check, and overflows as the interpreter does."""
     (tmp_path / "kernel.ppy").write_text(COUNTERS)
     checks = {}
