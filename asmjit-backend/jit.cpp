@@ -178,79 +178,63 @@ std::string Target() {
 
 namespace {
 
-// A pass after register allocation: drops each unconditional jump to a label
-// that follows it with only labels between, a jump to the very next
-// instruction. A `break` out of a while loop makes one when the loop's back
-// edge emits no code where it stands (its test moved into the body, and the
-// allocator removed the unreachable rest), as in the tokenizer's word loop:
-// a taken branch per token, for nothing.
-class DropJumpsToNext : public asmjit::Pass {
+// A pass after register allocation that removes each instruction `Drops`
+// says nothing needs (the passes below).
+template <bool (*Drops)(asmjit::BaseNode*)>
+class DropPass : public asmjit::Pass {
  public:
-  DropJumpsToNext() noexcept : asmjit::Pass("DropJumpsToNext") {}
+  explicit DropPass(const char* name) noexcept : asmjit::Pass(name) {}
 
   asmjit::Error run(asmjit::Zone*, asmjit::Logger*) override {
     asmjit::BaseBuilder& cb = *_cb;
     asmjit::BaseNode* node = cb.firstNode();
     while (node != nullptr) {
       asmjit::BaseNode* next = node->next();
-      if (JumpsToNext(node)) cb.removeNode(node);
+      if (Drops(node)) cb.removeNode(node);
       node = next;
     }
     return asmjit::kErrorOk;
   }
-
- private:
-  static bool JumpsToNext(asmjit::BaseNode* node) {
-    if (!node->isInst()) return false;
-    const asmjit::InstNode* jump = node->as<asmjit::InstNode>();
-    if (jump->id() != NativeBackend::kJumpInstId || jump->opCount() != 1 || !jump->op(0).isLabel()) return false;
-    for (asmjit::BaseNode* after = node->next(); after != nullptr && after->isLabel(); after = after->next()) {
-      if (after->as<asmjit::LabelNode>()->labelId() == jump->op(0).id()) return true;
-    }
-    return false;
-  }
 };
 
-// A pass after register allocation: drops each move into a general register
-// whose value nothing reads, because the instructions that follow it, up to
-// one that writes the whole register again, neither read it nor may leave
-// (no label, jump or call comes between: the backend's UseOf answers for a
-// fixed table of instructions and says kUnknown for the rest). The
-// allocator makes such moves where the code generator moved a known value
-// into a register that its readers then took as an immediate: in each copy
-// of a fully unrolled loop, `(i + 1) % cols` with i and cols known is moved
-// twice and read by none (the features kernel's interaction loop: 32 dead
-// moves per row, 4% of its instructions).
-class DropDeadMoves : public asmjit::Pass {
- public:
-  DropDeadMoves() noexcept : asmjit::Pass("DropDeadMoves") {}
-
-  asmjit::Error run(asmjit::Zone*, asmjit::Logger*) override {
-    asmjit::BaseBuilder& cb = *_cb;
-    asmjit::BaseNode* node = cb.firstNode();
-    while (node != nullptr) {
-      asmjit::BaseNode* next = node->next();
-      if (IsDead(node)) cb.removeNode(node);
-      node = next;
-    }
-    return asmjit::kErrorOk;
+// An unconditional jump to a label that follows it with only labels
+// between, a jump to the very next instruction. A `break` out of a while
+// loop makes one when the loop's back edge emits no code where it stands
+// (its test moved into the body, and the allocator removed the unreachable
+// rest), as in the tokenizer's word loop: a taken branch per token, for
+// nothing.
+bool JumpsToNext(asmjit::BaseNode* node) {
+  if (!node->isInst()) return false;
+  const asmjit::InstNode* jump = node->as<asmjit::InstNode>();
+  if (jump->id() != NativeBackend::kJumpInstId || jump->opCount() != 1 || !jump->op(0).isLabel()) return false;
+  for (asmjit::BaseNode* after = node->next(); after != nullptr && after->isLabel(); after = after->next()) {
+    if (after->as<asmjit::LabelNode>()->labelId() == jump->op(0).id()) return true;
   }
+  return false;
+}
 
- private:
-  static bool IsDead(asmjit::BaseNode* node) {
-    uint32_t reg;
-    if (!node->isInst() || !NativeBackend::IsRegisterMove(*node->as<asmjit::InstNode>(), &reg)) return false;
-    for (asmjit::BaseNode* after = node->next(); after != nullptr && after->isInst(); after = after->next()) {
-      switch (NativeBackend::UseOf(*after->as<asmjit::InstNode>(), reg)) {
-        case RegisterUse::kNone: continue;
-        case RegisterUse::kOverwrites: return true;
-        case RegisterUse::kReads:
-        case RegisterUse::kUnknown: return false;
-      }
+// A move into a general register whose value nothing reads, because the
+// instructions that follow it, up to one that writes the whole register
+// again, neither read it nor may leave (no label, jump or call comes
+// between: the backend's UseOf answers for a fixed table of instructions and
+// says kUnknown for the rest). The allocator makes such moves where the code
+// generator moved a known value into a register that its readers then took
+// as an immediate: in each copy of a fully unrolled loop, `(i + 1) % cols`
+// with i and cols known is moved twice and read by none (the features
+// kernel's interaction loop: 32 dead moves per row, 4% of its instructions).
+bool IsDeadMove(asmjit::BaseNode* node) {
+  uint32_t reg;
+  if (!node->isInst() || !NativeBackend::IsRegisterMove(*node->as<asmjit::InstNode>(), &reg)) return false;
+  for (asmjit::BaseNode* after = node->next(); after != nullptr && after->isInst(); after = after->next()) {
+    switch (NativeBackend::UseOf(*after->as<asmjit::InstNode>(), reg)) {
+      case RegisterUse::kNone: continue;
+      case RegisterUse::kOverwrites: return true;
+      case RegisterUse::kReads:
+      case RegisterUse::kUnknown: return false;
     }
-    return false;
   }
-};
+  return false;
+}
 
 }  // namespace
 
@@ -287,8 +271,9 @@ bool CompileBlob(const FunctionCode& fn, Blob* blob, std::string* listing, std::
 #else
   NativeBackend backend(&code);
 #endif
-  if (backend.compiler().addPass(backend.compiler().newPassT<DropDeadMoves>()) != asmjit::kErrorOk ||
-      backend.compiler().addPass(backend.compiler().newPassT<DropJumpsToNext>()) != asmjit::kErrorOk) {
+  asmjit::BaseCompiler& cc = backend.compiler();
+  if (cc.addPass(cc.newPassT<DropPass<IsDeadMove>>("DropDeadMoves")) != asmjit::kErrorOk ||
+      cc.addPass(cc.newPassT<DropPass<JumpsToNext>>("DropJumpsToNext")) != asmjit::kErrorOk) {
     *error = "asmjit: cannot add a pass";
     return false;
   }
