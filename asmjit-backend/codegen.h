@@ -3206,7 +3206,6 @@ class CodeGen {
   static constexpr int64_t kCounterStart = int64_t{1} << 61;
   static constexpr int64_t kCounterBound = kCounterStart + (int64_t{1} << 62);  // (2**63 - 2**61)
   void FindCounters() {
-    constexpr int64_t kBound = kCounterStart;
     const int count = fn_.num_registers();
     std::vector<int64_t> least(count, 0), greatest(count, 0);  // (a fresh frame's registers are 0)
     std::vector<int> step(count, 0);  // +1, -1; 0: none seen yet
@@ -3221,7 +3220,7 @@ class CodeGen {
         if (!writes[reg] || excluded[reg]) continue;
         std::optional<int64_t> value;
         if (in.op == Op::MOVE_I && in.a == reg) value = ConstantOf(in.b);
-        if (value && *value >= -kBound && *value <= kBound) {
+        if (value && *value >= -kCounterStart && *value <= kCounterStart) {
           least[reg] = std::min(least[reg], *value);
           greatest[reg] = std::max(greatest[reg], *value);
           continue;

@@ -585,6 +585,18 @@ bool IsWholeGp(const asmjit::Operand& op) {
   return op.isReg() && op.as<asmjit::BaseReg>().isGp() && op.as<asmjit::BaseReg>().size() >= 4;
 }
 
+// The instructions that write their first operand without reading it: a
+// move, an address, an extension or a conversion.
+bool WritesFirstOnly(asmjit::InstId id) {
+  namespace x = asmjit::x86;
+  switch (id) {
+    case x::Inst::kIdMov: case x::Inst::kIdLea: case x::Inst::kIdMovzx: case x::Inst::kIdMovsx:
+    case x::Inst::kIdMovsxd: case x::Inst::kIdCvttsd2si:
+      return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 bool X86Backend::IsRegisterMove(const asmjit::InstNode& inst, uint32_t* reg) {
@@ -600,11 +612,10 @@ bool X86Backend::IsRegisterMove(const asmjit::InstNode& inst, uint32_t* reg) {
 RegisterUse X86Backend::UseOf(const asmjit::InstNode& inst, uint32_t reg) {
   namespace x = asmjit::x86;
   switch (inst.id()) {
-    // Each of these names every register it reads or writes as an operand
-    // (no implicit one: imul's one-operand form, which writes rdx:rax, is
-    // left out below), and writes no general register except its first.
-    case x::Inst::kIdMov: case x::Inst::kIdLea: case x::Inst::kIdMovzx: case x::Inst::kIdMovsx:
-    case x::Inst::kIdMovsxd: case x::Inst::kIdCvttsd2si:
+    // These (and WritesFirstOnly's) name every register they read or write
+    // as an operand (no implicit one: imul's one-operand form, which writes
+    // rdx:rax, is left out below), and write no general register except
+    // their first.
     case x::Inst::kIdAdd: case x::Inst::kIdSub: case x::Inst::kIdAnd: case x::Inst::kIdOr: case x::Inst::kIdXor:
     case x::Inst::kIdCmp: case x::Inst::kIdTest: case x::Inst::kIdImul:
     case x::Inst::kIdMovsd: case x::Inst::kIdMovss: case x::Inst::kIdMovapd: case x::Inst::kIdMovaps:
@@ -616,23 +627,17 @@ RegisterUse X86Backend::UseOf(const asmjit::InstNode& inst, uint32_t reg) {
     case x::Inst::kIdCvtss2sd: case x::Inst::kIdVcvtss2sd: case x::Inst::kIdCvtsd2ss: case x::Inst::kIdVcvtsd2ss:
     case x::Inst::kIdCvtsi2sd: case x::Inst::kIdVcvtsi2sd:
       break;
-    default: return RegisterUse::kUnknown;
+    default:
+      if (!WritesFirstOnly(inst.id())) return RegisterUse::kUnknown;
   }
   if (inst.id() == x::Inst::kIdImul && inst.opCount() < 2) return RegisterUse::kUnknown;
   bool read = false;
   for (uint32_t i = 0; i < inst.opCount(); ++i) read |= MentionsGp(inst.op(i), reg) && i != 0;
   const asmjit::Operand& first = inst.op(0);
   if (!MentionsGp(first, reg)) return read ? RegisterUse::kReads : RegisterUse::kNone;
-  // Written whole without being read: a move, an address, an extension or a
-  // conversion into a 32- or 64-bit register (the others read their first operand).
-  switch (inst.id()) {
-    case x::Inst::kIdMov: case x::Inst::kIdLea: case x::Inst::kIdMovzx: case x::Inst::kIdMovsx:
-    case x::Inst::kIdMovsxd: case x::Inst::kIdCvttsd2si:
-      if (IsWholeGp(first) && !read) return RegisterUse::kOverwrites;
-      break;
-    default: break;
-  }
-  return RegisterUse::kReads;
+  // Written whole without being read: into a 32- or 64-bit register (the
+  // others read their first operand).
+  return WritesFirstOnly(inst.id()) && IsWholeGp(first) && !read ? RegisterUse::kOverwrites : RegisterUse::kReads;
 }
 
 }  // namespace ppy::jit
