@@ -3830,6 +3830,32 @@ class CodeGen {
     b_.BranchIntImm(IntCond::kNe, object, 0, Exit());
   }
 
+  // The item R[list][R[index]] of an unboxed version's list read (an exact
+  // list; the index inside it, negative from the end), in a fresh register;
+  // anything else jumps to `exit`. It reads the objects and takes no
+  // reference (unboxed code runs with the GIL held, and nothing here runs
+  // Python code).
+  Int ListItemOrExit(int list, int index_reg, const Label& exit) {
+    Int regs = FromSlot(regs_slot_);
+    Int object = b_.NewInt(), type = b_.NewInt(), expected = b_.NewInt();
+    b_.LoadInt(object, regs, static_cast<int32_t>(list * sizeof(Value)));
+    b_.LoadInt(type, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
+    b_.MovImm(expected, reinterpret_cast<int64_t>(&PyList_Type));
+    b_.BranchInt(IntCond::kNe, type, expected, exit);
+    Int length = b_.NewInt(), index = b_.NewInt();
+    b_.LoadInt(length, object, static_cast<int32_t>(offsetof(PyVarObject, ob_size)));
+    b_.Mov(index, I(index_reg));
+    const Label counted = b_.NewLabel();
+    b_.BranchIntImm(IntCond::kGe, index, 0, counted);
+    b_.Add(index, index, length);
+    b_.Bind(counted);
+    b_.BranchInt(IntCond::kUge, index, length, exit);  // (and below 0)
+    Int items = b_.NewInt(), item = b_.NewInt();
+    b_.LoadInt(items, object, static_cast<int32_t>(offsetof(PyListObject, ob_item)));
+    b_.LoadElement(ElemType::kI64, item, items, index, 0);
+    return item;
+  }
+
   // Exits unless `value` converts to a double exactly (|value| <= 2**53).
   void RequireExactDouble(const Int& value) {
     Int shifted = b_.NewInt();
@@ -4579,33 +4605,74 @@ class CodeGen {
         break;
       case Op::GETITEM_I_GF: {
         // An unboxed version's list item (vm/unbox.h): R[B] an exact list,
-        // R[C] inside it (negative from the end), the item an exact float;
-        // anything else leaves for the interpreter, whose GETITEM_I_GF
-        // deoptimizes. It reads the objects and takes no reference (unboxed
-        // code runs with the GIL held, and nothing here runs Python code).
+        // R[C] inside it (ListItemOrExit), the item an exact float; anything
+        // else leaves for the interpreter, whose GETITEM_I_GF deoptimizes.
         const Label exit = Exit();
         if (d != 0) ExitUnlessNull(d - 1);
-        Int regs = FromSlot(regs_slot_);
-        Int object = b_.NewInt(), type = b_.NewInt(), expected = b_.NewInt();
-        b_.LoadInt(object, regs, static_cast<int32_t>(bb * sizeof(Value)));
-        b_.LoadInt(type, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
-        b_.MovImm(expected, reinterpret_cast<int64_t>(&PyList_Type));
-        b_.BranchInt(IntCond::kNe, type, expected, exit);
-        Int length = b_.NewInt(), index = b_.NewInt();
-        b_.LoadInt(length, object, static_cast<int32_t>(offsetof(PyVarObject, ob_size)));
-        b_.Mov(index, I(c));
-        const Label counted = b_.NewLabel();
-        b_.BranchIntImm(IntCond::kGe, index, 0, counted);
-        b_.Add(index, index, length);
-        b_.Bind(counted);
-        b_.BranchInt(IntCond::kUge, index, length, exit);  // (and below 0)
-        Int items = b_.NewInt();
-        b_.LoadInt(items, object, static_cast<int32_t>(offsetof(PyListObject, ob_item)));
-        b_.LoadElement(ElemType::kI64, object, items, index, 0);
+        Int object = ListItemOrExit(bb, c, exit);
+        Int type = b_.NewInt(), expected = b_.NewInt();
         b_.LoadInt(type, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
         b_.MovImm(expected, reinterpret_cast<int64_t>(&PyFloat_Type));
         b_.BranchInt(IntCond::kNe, type, expected, exit);
         b_.LoadFloat(F(a), object, static_cast<int32_t>(offsetof(PyFloatObject, ob_fval)));
+        break;
+      }
+      case Op::GETITEM_I_GI: {
+        // An unboxed version's int item (vm/unbox.h): R[B] an exact list,
+        // R[C] inside it (ListItemOrExit), the item an exact int of at most
+        // two 30-bit digits (within 2**60, which covers the ints programs
+        // keep in lists); anything else leaves for the interpreter, whose
+        // GETITEM_I_GI takes any int within 64 bits, or deoptimizes.
+        const Label exit = Exit();
+        if (d != 0) ExitUnlessNull(d - 1);
+        Int object = ListItemOrExit(bb, c, exit);
+        Int type = b_.NewInt(), expected = b_.NewInt();
+        b_.LoadInt(type, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
+        b_.MovImm(expected, reinterpret_cast<int64_t>(&PyLong_Type));
+        b_.BranchInt(IntCond::kNe, type, expected, exit);
+        Int low = b_.NewInt(), high = b_.NewInt(), zero = b_.NewInt(), size = b_.NewInt();
+        const Label two_digits = b_.NewLabel(), positive = b_.NewLabel(), done = b_.NewLabel();
+        b_.MovImm(zero, 0);
+#if PY_VERSION_HEX >= 0x030C0000
+        // lv_tag: the digit count above 3 bits, the sign below (0 positive,
+        // 1 zero, 2 negative); one digit at most below 2 << 3.
+        constexpr int32_t kDigits = offsetof(PyLongObject, long_value.ob_digit);
+        Int tag = b_.NewInt(), sign = b_.NewInt();
+        b_.LoadInt(tag, object, static_cast<int32_t>(offsetof(PyLongObject, long_value.lv_tag)));
+        b_.LoadElement(ElemType::kU32, low, object, zero, kDigits);
+        b_.BranchIntImm(IntCond::kUge, tag, 2 << 3, two_digits);
+        b_.AndImm(size, tag, 3);
+        b_.MovImm(sign, 1);
+        b_.Sub(sign, sign, size);
+        b_.Mul(I(a), sign, low);
+        b_.Jump(done);
+        b_.Bind(two_digits);
+        b_.SarImm(size, tag, 3);
+        b_.BranchIntImm(IntCond::kNe, size, 2, exit);
+        b_.AndImm(tag, tag, 3);  // (0: positive)
+#else
+        // ob_size: the digit count, negative for a negative int.
+        constexpr int32_t kDigits = offsetof(PyLongObject, ob_digit);
+        Int biased = b_.NewInt(), tag = b_.NewInt();
+        b_.LoadInt(size, object, static_cast<int32_t>(offsetof(PyVarObject, ob_size)));
+        b_.LoadElement(ElemType::kU32, low, object, zero, kDigits);
+        b_.AddImm(biased, size, 1);
+        b_.BranchIntImm(IntCond::kUgt, biased, 2, two_digits);
+        b_.Mul(I(a), size, low);
+        b_.Jump(done);
+        b_.Bind(two_digits);
+        b_.AddImm(biased, size, 2);
+        b_.BranchIntImm(IntCond::kUgt, biased, 4, exit);  // (-2 or 2 here)
+        b_.SarImm(tag, size, 63);  // (0: positive)
+#endif
+        b_.LoadElement(ElemType::kU32, high, object, zero, kDigits + 4);
+        b_.MulImm(high, high, int32_t{1} << 30);
+        b_.Add(high, high, low);
+        b_.BranchIntImm(IntCond::kEq, tag, 0, positive);
+        b_.Neg(high, high);
+        b_.Bind(positive);
+        b_.Mov(I(a), high);
+        b_.Bind(done);
         break;
       }
       case Op::FARITH_UF:

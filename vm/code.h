@@ -286,16 +286,17 @@ struct FunctionRuntime {
   // Machine code of another function runs this one's code in place of a call
   // (asmjit-backend/codegen.h, InlinableCallee): those calls are not counted.
   std::atomic<bool> jit_inlined{false};
-  // Floats unboxed by speculation (vm/unbox.h), built in this process once
-  // the function is hot, under the GIL (object code holds it). Frames enter
-  // `unboxed` (null: none now); every version built stays alive while the
-  // function does, for the frames that may still run it. A failed guard
-  // marks its pc in unbox_failed and retires the version, and the next
-  // version keeps that instruction as it is, until kMaxUnboxBuilds versions;
-  // unbox_final then says the function keeps what it has.
+  // Floats and ints unboxed by speculation (vm/unbox.h), built in this
+  // process once the function is hot, under the GIL (object code holds it).
+  // Frames enter `unboxed` (null: none now); every version built stays alive
+  // while the function does, for the frames that may still run it. A failed
+  // guard records at its pc what it met (UnboxFeedback: an int where a float
+  // was guessed, or a failure) and retires the version, and the next version
+  // is built from that feedback, until kMaxUnboxBuilds versions; unbox_final
+  // then says the function keeps what it has.
   std::atomic<const UnboxedCode*> unboxed{nullptr};
   std::vector<std::unique_ptr<UnboxedCode>> unboxed_versions;
-  std::vector<bool> unbox_failed;
+  std::vector<uint8_t> unbox_feedback;
   bool unbox_final = false;
   ShardedCounter unboxed_entries;  // frames that ran it: calls, and loops entered
   RelaxedCounter unbox_deopts;     // failed guards

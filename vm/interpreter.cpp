@@ -1714,6 +1714,78 @@ inline bool FloatItemAt(PyObject* container, int64_t i, double* out) {
   return true;
 }
 
+// An operand of an unboxed int instruction: an int slot's value, or an exact
+// int within 64 bits. False for anything else: the instruction deoptimizes.
+inline bool IntOperand(const Value& reg, bool slot, int64_t* out) {
+  if (slot) {
+    *out = reg.i;
+    return true;
+  }
+  return ExactInt64(reg.o, out);
+}
+
+// x <op> y as CPython's int type computes it (BINARY_O's D: + - * // % and
+// their in-place forms), or false where the result is no int within 64 bits
+// or CPython raises (a division by zero): the object code then says what
+// CPython says.
+inline bool IntArithmetic(int op, int64_t x, int64_t y, int64_t* out) {
+  switch (static_cast<BinaryOp>(op >= kBinaryInPlace ? op - kBinaryInPlace : op)) {
+    case BinaryOp::ADD: return !__builtin_add_overflow(x, y, out);
+    case BinaryOp::SUB: return !__builtin_sub_overflow(x, y, out);
+    case BinaryOp::MUL: return !__builtin_mul_overflow(x, y, out);
+    case BinaryOp::FLOORDIV:
+      if (y == 0 || (x == INT64_MIN && y == -1)) return false;
+      return FloorDivInt(x, y, out);
+    case BinaryOp::MOD:
+      if (y == 0) return false;
+      *out = ModInt(x, y);
+      return true;
+    default: return false;
+  }
+}
+
+inline bool CompareInts(int op, int64_t x, int64_t y) {
+  switch (op) {
+    case Py_LT: return x < y;
+    case Py_LE: return x <= y;
+    case Py_EQ: return x == y;
+    case Py_NE: return x != y;
+    case Py_GT: return x > y;
+    default: return x >= y;
+  }
+}
+
+// container[i] for an exact list or tuple and i inside it, when that item is
+// an exact int within 64 bits: its value. False for anything else.
+inline bool IntItemAt(PyObject* container, int64_t i, int64_t* out) {
+  PyObject** item = ItemAt(container, i);
+  return item != nullptr && ExactInt64(*item, out);
+}
+
+// Whether the value a float guard at `in` failed on is an exact int within
+// 64 bits (or, for arithmetic into a slot, whether both operands are): the
+// type feedback that makes the next version guard for an int there.
+bool FloatGuardMetInt(const Instr& in, const Value* regs) {
+  int64_t value;
+  switch (in.op) {
+    case Op::GUARD_F: return ExactInt64(regs[in.b].o, &value);
+    case Op::GETITEM_I_GF: {
+      PyObject** item = ItemAt(regs[in.b].o, regs[in.c].i);
+      return item != nullptr && ExactInt64(*item, &value);
+    }
+    case Op::GETITEM_GF: {
+      long long i;
+      if (!PyLong_CheckExact(regs[in.c].o) || !ExactIntValue(regs[in.c].o, &i)) return false;
+      PyObject** item = ItemAt(regs[in.b].o, i);
+      return item != nullptr && ExactInt64(*item, &value);
+    }
+    case Op::BINARY_UF:
+      return (in.d & 0x100) && !(in.d & 0x600) && ExactInt64(regs[in.b].o, &value) &&
+             ExactInt64(regs[in.c].o, &value);
+    default: return false;
+  }
+}
+
 // The unboxed code a frame of `fn` may run now, built here if the function
 // is hot and has none: null if there is none worth running. Under the GIL.
 const UnboxedCode* UnboxedCodeFor(const FunctionCode& fn) {
@@ -1723,7 +1795,7 @@ const UnboxedCode* UnboxedCodeFor(const FunctionCode& fn) {
   const bool hot = g_tiering.mode == JitMode::kEager || runtime.calls >= g_tiering.call_threshold ||
                    runtime.back_edges >= g_tiering.back_edge_threshold;
   if (!hot) return nullptr;
-  std::unique_ptr<UnboxedCode> code = BuildUnboxedCode(fn, runtime.unbox_failed);
+  std::unique_ptr<UnboxedCode> code = BuildUnboxedCode(fn, runtime.unbox_feedback);
   if (code == nullptr) {
     runtime.unbox_final = true;
     return nullptr;
@@ -1744,38 +1816,55 @@ const UnboxedCode* UnboxedCodeFor(const FunctionCode& fn) {
 }
 
 // A guard of `code` failed at pc: the next version leaves that instruction
-// alone (or, after kMaxUnboxBuilds versions, the function keeps its object
-// code).
-void RecordUnboxFailure(const FunctionCode& fn, const UnboxedCode& code, int pc) {
+// alone, or, where a float guard met an exact int within 64 bits (`saw_int`)
+// for the first time there, guards for an int instead (or, after
+// kMaxUnboxBuilds versions, the function keeps its object code).
+void RecordUnboxFailure(const FunctionCode& fn, const UnboxedCode& code, int pc, bool saw_int = false) {
   FunctionRuntime& runtime = *fn.runtime;
   ++runtime.unbox_deopts;
   runtime.unbox_deopt_pc.store(pc, std::memory_order_relaxed);
-  if (runtime.unbox_failed.size() < fn.code.size()) runtime.unbox_failed.resize(fn.code.size());
-  runtime.unbox_failed[pc] = true;
+  if (runtime.unbox_feedback.size() < fn.code.size()) runtime.unbox_feedback.resize(fn.code.size());
+  uint8_t& feedback = runtime.unbox_feedback[pc];
+  feedback = saw_int && feedback == kUnboxNothing ? kUnboxSawInt : kUnboxFailed;
   if (runtime.unboxed.load(std::memory_order_relaxed) == &code) runtime.unboxed.store(nullptr, std::memory_order_release);
   if (runtime.unboxed_versions.size() >= static_cast<size_t>(kMaxUnboxBuilds)) runtime.unbox_final = true;
 }
 
-// The float constants `code` keeps in slots (UnboxedCode::constant_slots).
+// The constants `code` keeps in slots (UnboxedCode::constant_slots).
 inline void SetConstantSlots(const UnboxedCode& code, int num_registers, Value* regs) {
   for (const auto& [slot, value] : code.constant_slots) regs[num_registers + slot].f = value;
+  for (const auto& [slot, value] : code.int_constant_slots) regs[num_registers + slot].i = value;
 }
+
+inline bool IsIntSlot(const UnboxedCode& code, int slot) { return (code.int_slots >> slot & 1) != 0; }
+
+// A value for an int slot: an exact int within 64 bits (not a bool).
+inline bool IntSlotValue(PyObject* object, int64_t* out) { return object != nullptr && ExactInt64(object, out); }
 
 // Moves a frame of the object code into `code` before pc (a loop's back
 // edge): each slot live there takes the value of the object register it
 // stands for, which is released. False, with nothing changed, if one of
-// those holds anything but an exact float.
+// those holds anything but an exact float (an exact int within 64 bits, for
+// an int slot).
 bool EnterUnboxed(const UnboxedCode& code, int num_registers, Value* regs, int pc) {
   const uint64_t live = code.live[pc];
   for (uint64_t bits = live; bits != 0; bits &= bits - 1) {
-    PyObject* value = regs[code.slot_register[__builtin_ctzll(bits)]].o;
-    if (value == nullptr || !PyFloat_CheckExact(value)) return false;
+    const int slot = __builtin_ctzll(bits);
+    PyObject* value = regs[code.slot_register[slot]].o;
+    int64_t i;
+    if (IsIntSlot(code, slot) ? !IntSlotValue(value, &i) : value == nullptr || !PyFloat_CheckExact(value)) {
+      return false;
+    }
   }
   for (uint64_t bits = live; bits != 0; bits &= bits - 1) {
     const int slot = __builtin_ctzll(bits);
     Value& reg = regs[code.slot_register[slot]];
-    regs[num_registers + slot].f = PyFloat_AS_DOUBLE(reg.o);
-    Py_DECREF(reg.o);  // (a float's release runs no code)
+    if (IsIntSlot(code, slot)) {
+      IntSlotValue(reg.o, &regs[num_registers + slot].i);
+    } else {
+      regs[num_registers + slot].f = PyFloat_AS_DOUBLE(reg.o);
+    }
+    Py_DECREF(reg.o);  // (a float's or an int's release runs no code)
     reg.o = nullptr;
   }
   SetConstantSlots(code, num_registers, regs);
@@ -1790,7 +1879,8 @@ bool LeaveUnboxed(const UnboxedCode& code, int num_registers, Value* regs, int p
   const uint64_t live = code.live[pc] & ~(except >= 0 ? uint64_t{1} << except : 0);
   for (uint64_t bits = live; bits != 0; bits &= bits - 1) {
     const int slot = __builtin_ctzll(bits);
-    PyObject* boxed = PyFloat_FromDouble(regs[num_registers + slot].f);
+    PyObject* boxed = IsIntSlot(code, slot) ? PyLong_FromLongLong(regs[num_registers + slot].i)
+                                            : PyFloat_FromDouble(regs[num_registers + slot].f);
     if (boxed == nullptr) return false;
     Value& reg = regs[code.slot_register[slot]];
     if (!ReleaseIsPure(reg.o)) ++g_effects;  // (a temporary's last object, released late)
@@ -2010,8 +2100,11 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   // An int result that does not fit 64 bits: OverflowError in an annotated
   // int; else the frame deoptimizes if it may (see RaiseDeoptimize), or the
   // register holds the Python int from here on (grow_int).
+  // (An unboxed version's int slot, past the registers, deoptimizes: the
+  // object code makes the long int, vm/unbox.h.)
 #define INT_OVERFLOW(what)                     \
   do {                                         \
+    if (in.a >= num_registers) goto unbox_deopt; \
     if (fn.registers[in.a].annotated || chunk) { \
       RaiseIntOverflow(fn, PC, what);          \
       goto error;                              \
@@ -3284,26 +3377,128 @@ compare_branch_unboxed : {
     if (stored < 0) goto error;
   }
   NEXT_AFTER_PYTHON;
-  // FOR_ITER_GF's and LOAD_ATTR_GF's value, made by the object code's own
-  // path (which may have run Python code): an exact float goes into the
-  // slot; anything else into the object register the slot stands for, and
-  // the frame goes on in the object code after the instruction (it cannot
-  // run again).
+
+  // ---- Unboxed ints (vm/unbox.h) ----------------------------------------------------------
+  CASE(GETITEM_GI) {
+    long long i;
+    if (!PyLong_CheckExact(R(in.c).o) || !ExactIntValue(R(in.c).o, &i) || !IntItemAt(R(in.b).o, i, &R(in.a).i)) {
+      goto unbox_deopt;
+    }
+    if (in.d != 0) goto unbox_clear;
+  }
+  NEXT;
+  CASE(GETITEM_I_GI) {
+    if (!IntItemAt(R(in.b).o, R(in.c).i, &R(in.a).i)) goto unbox_deopt;
+    if (in.d != 0) goto unbox_clear;
+  }
+  NEXT;
+  CASE(GUARD_I) {
+    if (!ExactInt64(R(in.b).o, &R(in.a).i)) goto unbox_deopt;
+    if (in.d != 0) goto unbox_clear;
+  }
+  NEXT;
+  CASE(BINARY_UI) {
+    int64_t x, y, value;
+    if (!IntOperand(R(in.b), in.d & 0x200, &x) || !IntOperand(R(in.c), in.d & 0x400, &y) ||
+        !IntArithmetic(in.d & 0xff, x, y, &value)) {
+      goto unbox_deopt;
+    }
+    if (in.d & 0x100) {
+      R(in.a).i = value;
+      if (in.d >> 16 != 0) goto unbox_clear;
+      NEXT;
+    }
+    const bool plain = PURE && ReleaseIsPure(R(in.a).o);
+    PyObject* boxed = PyLong_FromLongLong(value);
+    if (boxed == nullptr) goto error;
+    SetObject(R(in.a), boxed);
+    NEXT_AFTER_NUMBERS(plain);
+  }
+  CASE(COMPARE_UI) {
+    int64_t x, y;
+    if (!IntOperand(R(in.b), in.d & 0x20, &x) || !IntOperand(R(in.c), in.d & 0x40, &y)) goto unbox_deopt;
+    const bool plain = PURE && ReleaseIsPure(R(in.a).o);
+    SetObject(R(in.a), Py_NewRef(CompareInts(in.d & 15, x, y) ? Py_True : Py_False));
+    NEXT_AFTER_NUMBERS(plain);
+  }
+  CASE(JT_COMPARE_UI) goto compare_branch_unboxed_int;
+  CASE(JF_COMPARE_UI) goto compare_branch_unboxed_int;
+compare_branch_unboxed_int : {
+  int64_t x, y;
+  if (!IntOperand(R(in.a), in.c & 0x10, &x) || !IntOperand(R(in.b), in.c & 0x20, &y)) goto unbox_deopt;
+  if (CompareInts(in.c & 15, x, y) == (in.op == Op::JT_COMPARE_UI)) JUMP_TO(in.d);
+}
+  NEXT;
+  CASE(SETITEM_UI) {
+    PyObject* boxed = PyLong_FromLongLong(R(in.c).i);
+    if (boxed == nullptr) goto error;
+    if (PyObject** item = ListItemAt(R(in.a).o, R(in.b).o)) {
+      PyObject* old = *item;
+      *item = boxed;
+      Py_DECREF(old);
+      NEXT_AFTER_PYTHON;  // a store other code sees
+    }
+    const int stored = PyObject_SetItem(R(in.a).o, R(in.b).o, boxed);
+    Py_DECREF(boxed);
+    if (stored < 0) goto error;
+  }
+  NEXT_AFTER_PYTHON;
+  CASE(RET_UI) {
+    result->o = PyLong_FromLongLong(R(in.a).i);
+    if (result->o == nullptr) goto error;
+    ok = true;
+    goto done;
+  }
+  CASE(FOR_ITER_GI) {
+    PyObject* value = PyIter_Next(R(in.b).o);
+    if (value == nullptr) {
+      if (PyErr_Occurred() || !RefreshTorchViews()) goto error;
+      JUMP_TO(in.d);
+    }
+    unbox_value = value;
+    goto unbox_result;
+  }
+  CASE(LOAD_ATTR_GI) {
+    PyMemberDef* member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
+    PyObject* value = member != nullptr ? GetSlot(R(in.b).o, member) : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
+    if (value == nullptr) goto error;
+    unbox_value = value;
+    goto unbox_result;
+  }
+  CASE(STORE_ATTR_UI) {
+    PyObject* boxed = PyLong_FromLongLong(R(in.b).i);
+    if (boxed == nullptr) goto error;
+    PyMemberDef* member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
+    const int stored = member != nullptr ? SetSlot(R(in.a).o, member, boxed)
+                                         : PyObject_SetAttr(R(in.a).o, fn.objects[in.d], boxed);
+    Py_DECREF(boxed);
+    if (stored < 0) goto error;
+  }
+  NEXT_AFTER_PYTHON;
+
+  // FOR_ITER_G[FI]'s and LOAD_ATTR_G[FI]'s value, made by the object code's
+  // own path (which may have run Python code): an exact float (an exact int
+  // within 64 bits, for an int slot) goes into the slot; anything else into
+  // the object register the slot stands for, and the frame goes on in the
+  // object code after the instruction (it cannot run again).
 unbox_result : {
   PyObject* value = unbox_value;
   const int slot = in.a - num_registers;
   Value& reg = R(unboxed->slot_register[slot]);
-  if (PyFloat_CheckExact(value)) {
-    R(in.a).f = PyFloat_AS_DOUBLE(value);
+  const bool int_slot = IsIntSlot(*unboxed, slot);
+  if (int_slot ? IntSlotValue(value, &R(in.a).i) : PyFloat_CheckExact(value)) {
+    if (!int_slot) R(in.a).f = PyFloat_AS_DOUBLE(value);
     Py_DECREF(value);
     PyObject* old = reg.o;  // (a temporary's object of another web)
     reg.o = nullptr;
     Py_XDECREF(old);
     NEXT_AFTER_PYTHON;
   }
+  int64_t met_int;
+  const bool saw_int = !int_slot && ExactInt64(value, &met_int);
   SetObject(reg, value);
   const int pc = PC;
-  RecordUnboxFailure(fn, *unboxed, pc);
+  RecordUnboxFailure(fn, *unboxed, pc, saw_int);
   const bool left = leave_unboxed(pc + 1, slot);
   ip = code + pc;  // (an error is this instruction's; NEXT goes on after it)
   if (!left) goto error;
@@ -3313,7 +3508,7 @@ unbox_result : {
   // object of another of its webs, vm/unbox.cpp): released now, as the
   // object code's write would release it.
 unbox_clear : {
-  const int reg = (in.op == Op::BINARY_UF || in.op == Op::FARITH_UF ? in.d >> 16 : in.d) - 1;
+  const int reg = (in.op == Op::BINARY_UF || in.op == Op::BINARY_UI || in.op == Op::FARITH_UF ? in.d >> 16 : in.d) - 1;
   PyObject* old = R(reg).o;
   R(reg).o = nullptr;
   const bool plain = PURE && ReleaseIsPure(old);
@@ -3324,7 +3519,7 @@ unbox_clear : {
   // same pc, with the live slots boxed; the next unboxed version leaves it
   // alone.
 unbox_deopt : {
-  RecordUnboxFailure(fn, *unboxed, PC);
+  RecordUnboxFailure(fn, *unboxed, PC, FloatGuardMetInt(in, regs));
   if (!leave_unboxed(PC)) goto error;
   goto* dispatch[static_cast<uint8_t>(ip->op)];
 }

@@ -1,5 +1,7 @@
 #include "vm/unbox.h"
 
+#include "vm/exact_scalars.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -12,9 +14,11 @@ namespace {
 // quadratic in the worst case (reaching definitions as bit sets).
 constexpr int kMaxUnboxedInstructions = 4096;
 
+BinaryOp BinaryOpOf(int d) { return static_cast<BinaryOp>(d >= kBinaryInPlace ? d - kBinaryInPlace : d); }
+
+// The operators an unboxed float operand may take (BINARY_UF) ...
 bool IsFloatArithmetic(int d) {
-  const int op = d >= kBinaryInPlace ? d - kBinaryInPlace : d;
-  switch (static_cast<BinaryOp>(op)) {
+  switch (BinaryOpOf(d)) {
     case BinaryOp::ADD:
     case BinaryOp::SUB:
     case BinaryOp::MUL:
@@ -26,80 +30,116 @@ bool IsFloatArithmetic(int d) {
   }
 }
 
-// One object register an instruction names. `capable`: the instruction has
-// an unboxed form in which this operand is a slot (a definition that makes a
-// float, or a use that takes one); `arith`: that form does arithmetic or
-// compares on it (what makes unboxing worth its guards).
+// ... and those an unboxed int operand may take (BINARY_UI): the ones whose
+// int result is an int, so that an int web stays one.
+bool IsIntArithmetic(int d) {
+  switch (BinaryOpOf(d)) {
+    case BinaryOp::ADD:
+    case BinaryOp::SUB:
+    case BinaryOp::MUL:
+    case BinaryOp::FLOORDIV:
+    case BinaryOp::MOD: return true;
+    default: return false;
+  }
+}
+
+// What an occurrence tells about the type of its register's web (a
+// definition's value): nothing, an int (an int constant moved in, a typed int
+// boxed, a guard that met an int before) or a float (a float constant, a
+// typed float boxed, a true division).
+enum class Evidence : uint8_t { kNone, kInt, kFloat };
+
+// One object register an instruction names. `capable` / `capable_int`: the
+// instruction has an unboxed form in which this operand is a float slot / an
+// int slot (a definition that makes one, or a use that takes one); `arith`:
+// that form does arithmetic or compares on it (what makes unboxing worth its
+// guards).
 struct Occurrence {
   int pc;
   int reg;
   bool def;
   bool capable;
+  bool capable_int;
   bool arith;
+  Evidence evidence;
 };
 
 // The occurrences of object registers at `pc` that could be unboxed. Every
 // register an instruction names is listed (ForEachRegister), capable only in
-// the fields the rewrite below handles.
-void OccurrencesAt(const FunctionCode& fn, int pc, bool failed, std::vector<Occurrence>& out) {
+// the fields the rewrite below handles. `feedback`: what earlier versions'
+// guards met at pc (UnboxFeedback).
+void OccurrencesAt(const FunctionCode& fn, int pc, uint8_t feedback, std::vector<Occurrence>& out) {
   const Instr& in = fn.code[pc];
+  const bool failed = feedback == kUnboxFailed;
+  const Evidence seen = feedback == kUnboxSawInt ? Evidence::kInt : Evidence::kNone;
   auto is_object = [&](int64_t reg) {
     return reg >= fn.end_of_constants() && reg < fn.num_registers() && fn.registers[reg].kind == Kind::kObject;
   };
-  auto add = [&](int reg, bool def, bool capable, bool arith) {
-    if (is_object(reg)) out.push_back({pc, reg, def, capable && !failed, arith});
+  auto add = [&](int reg, bool def, bool capable, bool capable_int, bool arith, Evidence evidence = Evidence::kNone) {
+    if (is_object(reg)) out.push_back({pc, reg, def, capable && !failed, capable_int && !failed, arith, evidence});
   };
   switch (in.op) {
     case Op::BINARY_O: {
-      const bool ok = IsFloatArithmetic(in.d);
-      add(in.b, false, ok, true);
-      add(in.c, false, ok, true);
-      add(in.a, true, ok, true);
+      const bool f = IsFloatArithmetic(in.d), i = IsIntArithmetic(in.d);
+      add(in.b, false, f, i, true);
+      add(in.c, false, f, i, true);
+      add(in.a, true, f, i, true, BinaryOpOf(in.d) == BinaryOp::TRUEDIV ? Evidence::kFloat : seen);
       return;
     }
     case Op::COMPARE_O:
-      add(in.b, false, true, true);
-      add(in.c, false, true, true);
-      add(in.a, true, false, false);
+      add(in.b, false, true, true, true);
+      add(in.c, false, true, true, true);
+      add(in.a, true, false, false, false);
       return;
     case Op::JT_COMPARE_O:
     case Op::JF_COMPARE_O:
-      add(in.a, false, true, true);
-      add(in.b, false, true, true);
+      add(in.a, false, true, true, true);
+      add(in.b, false, true, true, true);
       return;
     case Op::GETITEM:
-      add(in.b, false, false, false);
-      add(in.c, false, false, false);
-      add(in.a, true, true, false);
+      add(in.b, false, false, false, false);
+      add(in.c, false, false, true, false);  // (an int slot indexes: GETITEM_I)
+      add(in.a, true, true, true, false, seen);
       return;
     case Op::GETITEM_I:
-      add(in.b, false, false, false);
-      add(in.a, true, true, false);
+      add(in.b, false, false, false, false);
+      add(in.a, true, true, true, false, seen);
       return;
     case Op::SETITEM:
-      add(in.a, false, false, false);
-      add(in.b, false, false, false);
-      add(in.c, false, true, false);
+      add(in.a, false, false, false, false);
+      add(in.b, false, false, false, false);
+      add(in.c, false, true, true, false);
       return;
-    case Op::MOVE_O:
-      add(in.b, false, true, false);
-      add(in.a, true, true, false);
+    case Op::MOVE_O: {
+      Evidence evidence = seen;
+      if (fn.IsConstantRegister(in.b) && fn.registers[in.b].kind == Kind::kObject) {
+        PyObject* object;
+        const uint64_t bits = fn.initial_constants[in.b - fn.first_constant()];
+        std::memcpy(&object, &bits, sizeof object);
+        int64_t value;
+        if (object != nullptr && ExactInt64(object, &value)) evidence = Evidence::kInt;
+        if (object != nullptr && PyFloat_CheckExact(object)) evidence = Evidence::kFloat;
+      }
+      add(in.b, false, true, true, false);
+      add(in.a, true, true, true, false, evidence);
       return;
+    }
     case Op::FOR_ITER:
     case Op::LOAD_ATTR:
-      add(in.b, false, false, false);
-      add(in.a, true, true, false);
+      add(in.b, false, false, false, false);
+      add(in.a, true, true, true, false, seen);
       return;
     case Op::STORE_ATTR:
-      add(in.a, false, false, false);
-      add(in.b, false, true, false);
+      add(in.a, false, false, false, false);
+      add(in.b, false, true, true, false);
       return;
-    case Op::BOX_F: add(in.a, true, true, false); return;
-    case Op::RET_O: add(in.a, false, true, false); return;
+    case Op::BOX_F: add(in.a, true, true, false, false, Evidence::kFloat); return;
+    case Op::BOX_I: add(in.a, true, false, true, false, Evidence::kInt); return;
+    case Op::RET_O: add(in.a, false, true, true, false); return;
     default:
       ForEachRegister(in, [&](int64_t reg, bool reads, bool writes) {
-        if (reads) add(static_cast<int>(reg), false, false, false);
-        if (writes) add(static_cast<int>(reg), true, false, false);
+        if (reads) add(static_cast<int>(reg), false, false, false, false);
+        if (writes) add(static_cast<int>(reg), true, false, false, false);
       });
       return;
   }
@@ -122,6 +162,24 @@ struct UnionFind {
   void Union(int x, int y) { parent[Find(x)] = Find(y); }
   std::vector<int> parent;
 };
+
+// JT_COMPARE_O (jump_if_true) or JF_COMPARE_O with comparison `cmp` on two
+// int slots, as the typed branch that needs no guard: `a > b` is `b < a`, and
+// `not a < b` is `b <= a`.
+Instr TypedIntBranch(bool jump_if_true, int cmp, uint8_t a, uint8_t b, int32_t target) {
+  if (!jump_if_true) {
+    static constexpr int kNegated[] = {Py_GE, Py_GT, Py_NE, Py_EQ, Py_LE, Py_LT};
+    cmp = kNegated[cmp];
+  }
+  switch (cmp) {
+    case Py_LT: return {Op::JLT_I, a, b, 0, target};
+    case Py_LE: return {Op::JLE_I, a, b, 0, target};
+    case Py_EQ: return {Op::JEQ_I, a, b, 0, target};
+    case Py_NE: return {Op::JNE_I, a, b, 0, target};
+    case Py_GT: return {Op::JLT_I, b, a, 0, target};
+    default: return {Op::JLE_I, b, a, 0, target};
+  }
+}
 
 // `code` as a function for the machine-code tier (UnboxedCode::machine), if
 // one of its loops has only instructions flagged JIT (what the tier's
@@ -148,7 +206,9 @@ std::unique_ptr<FunctionCode> MachineFunction(const FunctionCode& fn, const Unbo
   machine->num_kwonly = fn.num_kwonly;
   machine->result = fn.result;
   machine->registers = fn.registers;
-  for (size_t k = 0; k < code.slot_register.size(); ++k) machine->registers.push_back({Kind::kFloat});
+  for (size_t k = 0; k < code.slot_register.size(); ++k) {
+    machine->registers.push_back({code.int_slots >> k & 1 ? Kind::kInt : Kind::kFloat});
+  }
   machine->constants = fn.constants;
   machine->code = code.code;
   machine->lines = fn.lines;
@@ -182,7 +242,7 @@ int UnboxSlotsOf(const FunctionCode& fn) {
   return std::max(0, std::min({objects, kMaxUnboxSlots, kMaxRegisters - 1 - fn.num_registers()}));
 }
 
-std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std::vector<bool>& failed) {
+std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std::vector<uint8_t>& feedback) {
   const int n = static_cast<int>(fn.code.size());
   const int max_slots = fn.unbox_slots;  // (UnboxSlotsOf, when the module was loaded)
   if (max_slots <= 0) return nullptr;
@@ -193,7 +253,8 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
   std::vector<int> first_at(n + 1);
   for (int pc = 0; pc < n; ++pc) {
     first_at[pc] = static_cast<int>(occurrences.size());
-    OccurrencesAt(fn, pc, pc < static_cast<int>(failed.size()) && failed[pc], occurrences);
+    const uint8_t seen = pc < static_cast<int>(feedback.size()) ? feedback[pc] : uint8_t{kUnboxNothing};
+    OccurrencesAt(fn, pc, seen, occurrences);
   }
   first_at[n] = static_cast<int>(occurrences.size());
   // Definition sites: each def occurrence, then one per register for its
@@ -269,34 +330,123 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
     const int site = occurrences[i].def ? site_of[i] : use_site[i];
     return site < 0 ? -1 : webs.Find(site);
   };
-  // A web is unboxed if it has a definition, every occurrence is capable, and
-  // one does arithmetic.
-  std::vector<char> bad(num_sites, 0), arith(num_sites, 0), defined(num_sites, 0);
+  // ---- Types: each web an int, a float, or an object -------------------------------
+  // A web whose definitions give evidence of ints (an int constant, a typed
+  // int boxed, a guard that met an int, int arithmetic on int webs) is an int
+  // web if every occurrence takes an int slot; any other web a float web if
+  // every occurrence takes a float slot; else it stays an object ("bad"). An
+  // int web and a float web (or a float constant) never meet in one
+  // instruction: the int web stays an object there (the float forms take an
+  // object operand that holds an int; they cannot read an int slot).
+  std::vector<char> bad(num_sites, 0), bad_f(num_sites, 0), bad_i(num_sites, 0), arith(num_sites, 0),
+      defined(num_sites, 0), float_evidence(num_sites, 0), int_evidence(num_sites, 0);
   for (int reg = 0; reg < num_registers; ++reg) bad[webs.Find(real_sites + reg)] = 1;
   for (size_t i = 0; i < occurrences.size(); ++i) {
     const int web = web_of(i);
     if (web < 0) continue;  // (a use no definition reaches: unreachable code)
-    if (!occurrences[i].capable) bad[web] = 1;
+    if (!occurrences[i].capable) bad_f[web] = 1;
+    if (!occurrences[i].capable_int) bad_i[web] = 1;
     if (occurrences[i].arith) arith[web] = 1;
     if (occurrences[i].def) defined[web] = 1;
+    if (occurrences[i].evidence == Evidence::kFloat) float_evidence[web] = 1;
+    if (occurrences[i].evidence == Evidence::kInt) int_evidence[web] = 1;
   }
+  auto constant_of = [&](int reg) -> PyObject* {
+    if (!fn.IsConstantRegister(reg) || fn.registers[reg].kind != Kind::kObject) return nullptr;
+    PyObject* object;
+    const uint64_t bits = fn.initial_constants[reg - fn.first_constant()];
+    std::memcpy(&object, &bits, sizeof object);
+    return object;
+  };
+  auto float_constant = [&](int reg, double* value) {
+    PyObject* object = constant_of(reg);
+    if (object == nullptr || !PyFloat_CheckExact(object)) return false;
+    *value = PyFloat_AS_DOUBLE(object);
+    return true;
+  };
+  auto int_constant = [&](int reg, int64_t* value) {
+    PyObject* object = constant_of(reg);
+    return object != nullptr && ExactInt64(object, value);
+  };
+  // The web of register `reg` at pc: of its definition there (def) or of the
+  // definitions reaching its use; -1 if `reg` is no occurrence there.
+  auto web_at = [&](int pc, int reg, bool def) {
+    for (int k = first_at[pc]; k < first_at[pc + 1]; ++k) {
+      if (occurrences[k].reg == reg && occurrences[k].def == def) return web_of(k);
+    }
+    return -1;
+  };
+  std::vector<char> is_int(num_sites, 0);  // (of a web's root)
   auto unboxed_web = [&](int web) { return web >= 0 && !bad[web] && arith[web] && defined[web]; };
+  auto int_web = [&](int web) { return unboxed_web(web) && is_int[web]; };
+  auto float_web = [&](int web) { return unboxed_web(web) && !is_int[web]; };
+  // The type of each web from its evidence, int arithmetic and moves passing
+  // an int on (to a fixed point: a web only ever gains int evidence).
+  auto assign_types = [&] {
+    std::vector<char> evidence(int_evidence);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int pc = 0; pc < n; ++pc) {
+        const Instr& in = fn.code[pc];
+        int dest = -1;
+        bool ints = false;
+        auto int_operand = [&](int reg) {
+          int64_t value;
+          const int web = web_at(pc, reg, false);
+          return (web >= 0 && !bad[web] && evidence[web] && !bad_i[web]) || int_constant(reg, &value);
+        };
+        if (in.op == Op::BINARY_O && IsIntArithmetic(in.d)) {
+          dest = web_at(pc, in.a, true);
+          ints = int_operand(in.b) && int_operand(in.c);
+        } else if (in.op == Op::MOVE_O) {
+          const int from = web_at(pc, in.b, false);
+          dest = web_at(pc, in.a, true);
+          ints = from >= 0 && !bad[from] && evidence[from] && !bad_i[from];
+        }
+        if (dest >= 0 && ints && !evidence[dest]) evidence[dest] = changed = true;
+      }
+    }
+    for (int web = 0; web < num_sites; ++web) {
+      if (webs.Find(web) != web || bad[web]) continue;
+      is_int[web] = evidence[web];
+      if (evidence[web] ? bad_i[web] || float_evidence[web] : bad_f[web]) bad[web] = 1;
+    }
+  };
+  // Where an int web meets a float web or a float constant (or a move
+  // between the two kinds): the int web becomes an object. True if one did.
+  auto separate_types = [&] {
+    bool changed = false;
+    for (int pc = 0; pc < n; ++pc) {
+      bool meets_float = false;
+      for (int k = first_at[pc]; k < first_at[pc + 1]; ++k) meets_float |= float_web(web_of(k));
+      const Instr& in = fn.code[pc];
+      double value;
+      if (in.op == Op::BINARY_O || in.op == Op::COMPARE_O) {
+        meets_float |= float_constant(in.b, &value) || float_constant(in.c, &value);
+      } else if (in.op == Op::JT_COMPARE_O || in.op == Op::JF_COMPARE_O) {
+        meets_float |= float_constant(in.a, &value) || float_constant(in.b, &value);
+      }
+      if (!meets_float) continue;
+      for (int k = first_at[pc]; k < first_at[pc + 1]; ++k) {
+        if (int_web(web_of(k))) bad[web_of(k)] = changed = true;
+      }
+    }
+    return changed;
+  };
+  do assign_types();
+  while (separate_types());
   // Whether the register of occurrence i (a definition) holds, in the
-  // unboxed code, an object whose release runs no code: a float the code
-  // boxed (a typed float, a slot moved out, arithmetic with a slot operand)
-  // or a comparison's bool.
+  // unboxed code, an object whose release runs no code: a float or int the
+  // code boxed (a typed one, a slot moved out, arithmetic with a slot
+  // operand) or a comparison's bool.
   auto makes_plain_object = [&](size_t i) {
     const Instr& in = fn.code[occurrences[i].pc];
-    auto unboxed_use = [&](int reg) {
-      for (int k = first_at[occurrences[i].pc]; k < first_at[occurrences[i].pc + 1]; ++k) {
-        if (!occurrences[k].def && occurrences[k].reg == reg) return unboxed_web(web_of(k));
-      }
-      return false;
-    };
+    auto unboxed_use = [&](int reg) { return unboxed_web(web_at(occurrences[i].pc, reg, false)); };
     switch (in.op) {
-      case Op::BOX_F: return true;
+      case Op::BOX_F:
+      case Op::BOX_I: return true;
       case Op::MOVE_O: return unboxed_use(in.b);
-      case Op::BINARY_O: return !occurrences[i].capable ? false : unboxed_use(in.b) || unboxed_use(in.c);
+      case Op::BINARY_O:
       case Op::COMPARE_O: return unboxed_use(in.b) || unboxed_use(in.c);
       default: return false;
     }
@@ -305,8 +455,8 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
   // register may hold whose release could run code: one an object
   // definition left (a temporary the compiler reuses for other values).
   // There the definition releases it, as the object code's write would;
-  // MOVE_F cannot, so such a web defined by a move stays an object (which
-  // may make other definitions release: repeat).
+  // MOVE_F and MOVE_I cannot, so such a web defined by a move stays an
+  // object (which may make other definitions release: repeat).
   auto needs_clear = [&](int pc, int reg) {
     const uint64_t* reaching = in_of(pc);
     for (int site : sites_of_register[reg]) {
@@ -323,7 +473,7 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
       for (size_t i = 0; i < occurrences.size(); ++i) {
         const Occurrence& occ = occurrences[i];
         const Op op = fn.code[occ.pc].op;
-        if (occ.def && (op == Op::MOVE_O || op == Op::BOX_F) && unboxed_web(web_of(i)) &&
+        if (occ.def && (op == Op::MOVE_O || op == Op::BOX_F || op == Op::BOX_I) && unboxed_web(web_of(i)) &&
             needs_clear(occ.pc, occ.reg)) {
           bad[web_of(i)] = 1;
           changed = true;
@@ -333,66 +483,82 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
   };
   settle();
 
-  // ---- Slots: one per register with an unboxed web -----------------------------------
-  std::vector<int> slot(num_registers, -1);
+  // ---- Slots: one per register and kind with an unboxed web --------------------------
+  // A register's float webs share one slot, and its int webs another (a
+  // temporary the compiler reuses may hold floats in one expression and ints
+  // in the next). At most one web of a register is live at any pc, so a
+  // deoptimization boxes at most one slot into it.
+  std::vector<int> float_slot(num_registers, -1), int_slot_of(num_registers, -1);
+  auto slot_for = [&](int reg, bool is_int) -> int& { return (is_int ? int_slot_of : float_slot)[reg]; };
   auto code = std::make_unique<UnboxedCode>();
   bool dropped = false;
   for (size_t i = 0; i < occurrences.size(); ++i) {
     const int reg = occurrences[i].reg;
-    if (slot[reg] >= 0 || !unboxed_web(web_of(i))) continue;
+    const int web = web_of(i);
+    if (!unboxed_web(web) || slot_for(reg, is_int[web]) >= 0) continue;
     if (static_cast<int>(code->slot_register.size()) == max_slots) {
-      bad[web_of(i)] = 1;  // (out of slots: this register stays an object)
+      bad[web] = 1;  // (out of slots: this register stays an object)
       dropped = true;
       continue;
     }
-    slot[reg] = static_cast<int>(code->slot_register.size());
+    slot_for(reg, is_int[web]) = static_cast<int>(code->slot_register.size());
+    if (is_int[web]) code->int_slots |= uint64_t{1} << code->slot_register.size();
     code->slot_register.push_back(static_cast<uint8_t>(reg));
   }
   if (code->slot_register.empty()) return nullptr;
   // Out of slots, a register's later webs were marked above; its earlier ones
-  // must go with them (all of a register's webs share its slot or none).
+  // of that kind must go with them (they share its slot or none).
   for (size_t i = 0; i < occurrences.size(); ++i) {
-    if (slot[occurrences[i].reg] < 0 && web_of(i) >= 0 && !bad[web_of(i)]) {
-      bad[web_of(i)] = 1;
+    const int web = web_of(i);
+    if (web >= 0 && !bad[web] && slot_for(occurrences[i].reg, is_int[web]) < 0) {
+      bad[web] = 1;
       dropped = true;
     }
   }
   // (What the dropped webs made plain may need releasing now; a register
   // whose webs all go keeps a slot it does not use.)
   if (dropped) settle();
+  auto int_slot = [&](int reg) { return int_slot_of[reg] >= 0; };
 
-  // Float constants that meet unboxed arithmetic get slots of their own, so
-  // that the arithmetic stays on slots (and machine code runs it).
-  auto float_constant = [&](int reg, double* value) {
-    if (!fn.IsConstantRegister(reg) || fn.registers[reg].kind != Kind::kObject) return false;
-    PyObject* object;
-    const uint64_t bits = fn.initial_constants[reg - fn.first_constant()];
-    std::memcpy(&object, &bits, sizeof object);
-    if (object == nullptr || !PyFloat_CheckExact(object)) return false;
-    *value = PyFloat_AS_DOUBLE(object);
-    return true;
-  };
+  // Constants that meet unboxed arithmetic or comparisons of their kind get
+  // slots of their own (`s * 0.5`, `i + 1`), so that the arithmetic stays on
+  // slots (and machine code runs it).
   std::vector<char> constant_slot(num_registers, 0);
   for (int pc = 0; pc < n; ++pc) {
     const Instr& in = fn.code[pc];
     int operands[2] = {-1, -1};
-    if ((in.op == Op::BINARY_O && IsFloatArithmetic(in.d)) || in.op == Op::COMPARE_O) {
+    if (in.op == Op::BINARY_O || in.op == Op::COMPARE_O) {
       operands[0] = in.b, operands[1] = in.c;
     } else if (in.op == Op::JT_COMPARE_O || in.op == Op::JF_COMPARE_O) {
       operands[0] = in.a, operands[1] = in.b;
     } else {
       continue;
     }
-    bool meets_slot = false;
-    for (int i = first_at[pc]; i < first_at[pc + 1]; ++i) meets_slot |= unboxed_web(web_of(i)) && occurrences[i].capable;
-    if (!meets_slot) continue;
+    bool meets_float = false, meets_int = false;
+    for (int i = first_at[pc]; i < first_at[pc + 1]; ++i) {
+      if (!unboxed_web(web_of(i))) continue;
+      (is_int[web_of(i)] ? meets_int : meets_float) = true;
+    }
+    meets_float &= in.op != Op::BINARY_O || IsFloatArithmetic(in.d);
+    meets_int &= in.op != Op::BINARY_O || IsIntArithmetic(in.d);
     for (int reg : operands) {
-      double value;
-      if (slot[reg] >= 0 || !float_constant(reg, &value)) continue;
-      if (static_cast<int>(code->slot_register.size()) == max_slots) break;
-      slot[reg] = static_cast<int>(code->slot_register.size());
+      double f;
+      int64_t i;
+      if (float_slot[reg] >= 0 || int_slot_of[reg] >= 0 || static_cast<int>(code->slot_register.size()) == max_slots) {
+        continue;
+      }
+      const int next = static_cast<int>(code->slot_register.size());
+      if (meets_float && float_constant(reg, &f)) {
+        code->constant_slots.emplace_back(next, f);
+        float_slot[reg] = next;
+      } else if (meets_int && int_constant(reg, &i)) {
+        code->int_slots |= uint64_t{1} << next;
+        code->int_constant_slots.emplace_back(next, i);
+        int_slot_of[reg] = next;
+      } else {
+        continue;
+      }
       code->slot_register.push_back(static_cast<uint8_t>(reg));
-      code->constant_slots.emplace_back(slot[reg], value);
       constant_slot[reg] = 1;
     }
   }
@@ -409,16 +575,33 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
       if (!unboxed_web(web_of(i))) continue;
       const Occurrence& occ = occurrences[i];
       (occ.def ? written_unboxed : read_unboxed)[occ.reg] = true;
-      (occ.def ? defs : uses)[pc] |= uint64_t{1} << slot[occ.reg];
+      (occ.def ? defs : uses)[pc] |= uint64_t{1} << slot_for(occ.reg, is_int[web_of(i)]);
       any = true;
     }
     if (!any) continue;
     const Instr in = fn.code[pc];
     Instr& to = code->code[pc];
-    for (int reg : {in.a, in.b, in.c}) {
-      if (reg < num_registers && constant_slot[reg]) read_unboxed[reg] = true;  // (always set: not in `live`)
+    // Whether the instruction works on ints: one of its unboxed webs is an
+    // int web (then none is a float web: separate_types).
+    // (GETITEM's index may be an int slot where its item is a float slot:
+    // `written_int` is the kind of what it writes.)
+    bool ints = false, written_int = false;
+    for (int i = first_at[pc]; i < first_at[pc + 1]; ++i) {
+      ints |= int_web(web_of(i));
+      written_int |= occurrences[i].def && int_web(web_of(i));
     }
-    auto slot_of = [&](int reg) { return static_cast<uint8_t>(num_registers + slot[reg]); };
+    // A constant with a slot of the instruction's kind is read from it
+    // (always set: not in `live`); one of the other kind stays an object
+    // operand, which the instruction guards.
+    for (int reg : {in.a, in.b, in.c}) {
+      if (reg < num_registers && constant_slot[reg] && int_slot(reg) == ints) read_unboxed[reg] = true;
+    }
+    // A register's slot of the instruction's kind (slot_of), or of either
+    // (GETITEM's index is an int slot where its item may be a float slot).
+    auto slot_of_kind = [&](int reg, bool is_int) {
+      return static_cast<uint8_t>(num_registers + slot_for(reg, is_int));
+    };
+    auto slot_of = [&](int reg) { return slot_of_kind(reg, ints); };
     auto clear = [&](int reg) { return needs_clear(pc, reg) ? reg + 1 : 0; };
     switch (in.op) {
       case Op::BINARY_O: {
@@ -426,7 +609,17 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
         const int op = in.d >= kBinaryInPlace ? in.d - kBinaryInPlace : in.d;
         const auto binary = static_cast<BinaryOp>(op);
         const uint8_t a = ua ? slot_of(in.a) : in.a, b = ub ? slot_of(in.b) : in.b, c = uc ? slot_of(in.c) : in.c;
-        if (ua && ub && uc && (binary == BinaryOp::ADD || binary == BinaryOp::SUB || binary == BinaryOp::MUL)) {
+        const bool plus_minus_times = binary == BinaryOp::ADD || binary == BinaryOp::SUB || binary == BinaryOp::MUL;
+        if (ints && ua && ub && uc && plus_minus_times && clear(in.a) == 0) {
+          // The typed instruction itself: its overflow, on a slot,
+          // deoptimizes (the interpreter's INT_OVERFLOW; machine code leaves
+          // for the interpreter there, as for any overflow).
+          to = {binary == BinaryOp::ADD ? Op::ADD_I : binary == BinaryOp::SUB ? Op::SUB_I : Op::MUL_I, a, b, c, 0};
+          ++code->guards;
+        } else if (ints) {
+          to = {Op::BINARY_UI, a, b, c, op | ua << 8 | ub << 9 | uc << 10 | (ua ? clear(in.a) : 0) << 16};
+          ++code->guards;
+        } else if (ua && ub && uc && plus_minus_times) {
           const Op typed = binary == BinaryOp::ADD ? Op::ADD_F : binary == BinaryOp::SUB ? Op::SUB_F : Op::MUL_F;
           if (const int cleared = clear(in.a); cleared != 0) {
             to = {Op::FARITH_UF, a, b, c, op | cleared << 16};
@@ -441,47 +634,66 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
       }
       case Op::COMPARE_O: {
         const bool ub = read_unboxed[in.b], uc = read_unboxed[in.c];
-        to = {Op::COMPARE_UF, in.a, ub ? slot_of(in.b) : in.b, uc ? slot_of(in.c) : in.c, in.d | ub << 5 | uc << 6};
+        to = {ints ? Op::COMPARE_UI : Op::COMPARE_UF, in.a, ub ? slot_of(in.b) : in.b, uc ? slot_of(in.c) : in.c,
+              in.d | ub << 5 | uc << 6};
         ++code->guards;
         break;
       }
       case Op::JT_COMPARE_O:
       case Op::JF_COMPARE_O: {
         const bool ua = read_unboxed[in.a], ub = read_unboxed[in.b];
-        to = {in.op == Op::JT_COMPARE_O ? Op::JT_COMPARE_UF : Op::JF_COMPARE_UF, ua ? slot_of(in.a) : in.a,
-              ub ? slot_of(in.b) : in.b, static_cast<uint8_t>(in.c | ua << 4 | ub << 5), in.d};
+        if (ints && ua && ub) {
+          to = TypedIntBranch(in.op == Op::JT_COMPARE_O, in.c, slot_of(in.a), slot_of(in.b), in.d);
+          break;
+        }
+        const bool jt = in.op == Op::JT_COMPARE_O;
+        const Op op =
+            ints ? (jt ? Op::JT_COMPARE_UI : Op::JF_COMPARE_UI) : (jt ? Op::JT_COMPARE_UF : Op::JF_COMPARE_UF);
+        to = {op, ua ? slot_of(in.a) : in.a, ub ? slot_of(in.b) : in.b, static_cast<uint8_t>(in.c | ua << 4 | ub << 5),
+              in.d};
         ++code->guards;
         break;
       }
       case Op::GETITEM:
-      case Op::GETITEM_I:
-        to = {in.op == Op::GETITEM ? Op::GETITEM_GF : Op::GETITEM_I_GF, slot_of(in.a), in.b, in.c, clear(in.a)};
+      case Op::GETITEM_I: {
+        // (GETITEM's index may be an int slot: then it is a typed index.)
+        const bool typed_index = in.op == Op::GETITEM_I || read_unboxed[in.c];
+        const uint8_t index = in.op == Op::GETITEM && read_unboxed[in.c] ? slot_of_kind(in.c, true) : in.c;
+        if (!written_unboxed[in.a]) {
+          to = {Op::GETITEM_I, in.a, in.b, index, 0};
+          break;
+        }
+        const Op op = written_int ? (typed_index ? Op::GETITEM_I_GI : Op::GETITEM_GI)
+                                  : (typed_index ? Op::GETITEM_I_GF : Op::GETITEM_GF);
+        to = {op, slot_of_kind(in.a, written_int), in.b, index, clear(in.a)};
         ++code->guards;
         break;
-      case Op::SETITEM: to = {Op::SETITEM_UF, in.a, in.b, slot_of(in.c), 0}; break;
+      }
+      case Op::SETITEM: to = {ints ? Op::SETITEM_UI : Op::SETITEM_UF, in.a, in.b, slot_of(in.c), 0}; break;
       case Op::MOVE_O: {
         const bool ua = written_unboxed[in.a], ub = read_unboxed[in.b];
         if (ua && ub && !(constant_slot[in.b] && clear(in.a) != 0)) {
-          to = {Op::MOVE_F, slot_of(in.a), slot_of(in.b), 0, 0};
+          to = {ints ? Op::MOVE_I : Op::MOVE_F, slot_of(in.a), slot_of(in.b), 0, 0};
         } else if (ua) {  // (from an object, or a constant where the register needs releasing)
-          to = {Op::GUARD_F, slot_of(in.a), in.b, 0, clear(in.a)};
+          to = {ints ? Op::GUARD_I : Op::GUARD_F, slot_of(in.a), in.b, 0, clear(in.a)};
           ++code->guards;
         } else {
-          to = {Op::BOX_F, in.a, slot_of(in.b), 0, 0};
+          to = {ints ? Op::BOX_I : Op::BOX_F, in.a, slot_of(in.b), 0, 0};
         }
         break;
       }
       case Op::BOX_F: to = {Op::MOVE_F, slot_of(in.a), in.b, 0, 0}; break;
+      case Op::BOX_I: to = {Op::MOVE_I, slot_of(in.a), in.b, 0, 0}; break;
       case Op::FOR_ITER:
-        to = {Op::FOR_ITER_GF, slot_of(in.a), in.b, 0, in.d};
+        to = {ints ? Op::FOR_ITER_GI : Op::FOR_ITER_GF, slot_of(in.a), in.b, 0, in.d};
         ++code->guards;
         break;
       case Op::LOAD_ATTR:
-        to = {Op::LOAD_ATTR_GF, slot_of(in.a), in.b, 0, in.d};
+        to = {ints ? Op::LOAD_ATTR_GI : Op::LOAD_ATTR_GF, slot_of(in.a), in.b, 0, in.d};
         ++code->guards;
         break;
-      case Op::STORE_ATTR: to = {Op::STORE_ATTR_UF, in.a, slot_of(in.b), 0, in.d}; break;
-      case Op::RET_O: to = {Op::RET_UF, slot_of(in.a), 0, 0, 0}; break;
+      case Op::STORE_ATTR: to = {ints ? Op::STORE_ATTR_UI : Op::STORE_ATTR_UF, in.a, slot_of(in.b), 0, in.d}; break;
+      case Op::RET_O: to = {ints ? Op::RET_UI : Op::RET_UF, slot_of(in.a), 0, 0, 0}; break;
       default: break;  // (no occurrence of another instruction is capable)
     }
   }

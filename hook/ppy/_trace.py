@@ -150,11 +150,11 @@ def _summary():
     unboxed = [(f"{module_name}.{row[0]}",) + tuple(row[1:])
                for module_name, compiled in _modules for row in compiled.unboxed_stats()]
     if unboxed:
-        # Object code whose float values the interpreter keeps unboxed, behind
-        # guards (docs/architecture.md, "Unboxed floats"): a failed guard runs
+        # Object code whose float and int values the interpreter keeps unboxed,
+        # behind guards (docs/architecture.md, `unbox`): a failed guard runs
         # the rest of that call as object code, and the next version keeps
         # that instruction as object code.
-        _emit("summary: unboxed floats (object code run with its floats unboxed: frames that entered it, "
+        _emit("summary: unboxed numbers (object code run with its floats and ints unboxed: frames that entered it, "
               "the version's slots and guards, versions built, failed guards)")
         for name, slots, guards, entries, versions, failed, line, instruction in unboxed:
             text = f"  {name:40s} {entries:10d} entries {slots:3d} slots {guards:3d} guards {versions:2d} versions"

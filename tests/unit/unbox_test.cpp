@@ -42,6 +42,13 @@ int Count(const std::vector<Instr>& code, Op op) {
   return static_cast<int>(std::count_if(code.begin(), code.end(), [&](const Instr& in) { return in.op == op; }));
 }
 
+int LastPcOf(const std::vector<Instr>& code, Op op) {
+  for (size_t pc = code.size(); pc-- > 0;) {
+    if (code[pc].op == op) return static_cast<int>(pc);
+  }
+  return -1;
+}
+
 int FirstPcOf(const std::vector<Instr>& code, Op op) {
   for (size_t pc = 0; pc < code.size(); ++pc) {
     if (code[pc].op == op) return static_cast<int>(pc);
@@ -96,9 +103,9 @@ TEST_F(Unbox, AFailedGuardKeepsItsInstruction) {
   const FunctionCode& fn = compiled->function("total");
   const int getitem = FirstPcOf(fn.code, Op::GETITEM_I);
   ASSERT_GE(getitem, 0);
-  std::vector<bool> failed(fn.code.size());
-  failed[getitem] = true;
-  auto unboxed = BuildUnboxedCode(fn, failed);
+  std::vector<uint8_t> feedback(fn.code.size());
+  feedback[getitem] = kUnboxFailed;
+  auto unboxed = BuildUnboxedCode(fn, feedback);
   ASSERT_NE(unboxed, nullptr);  // (s is still a float)
   EXPECT_EQ(unboxed->code[getitem].op, Op::GETITEM_I);
   EXPECT_EQ(Count(unboxed->code, Op::GETITEM_I_GF), 0);
@@ -113,13 +120,15 @@ TEST_F(Unbox, FramesRunItAndLeaveItWhereAGuardFails) {
   EXPECT_GE(static_cast<uint64_t>(fn.runtime->unboxed_entries), 1u);
   EXPECT_EQ(static_cast<uint64_t>(fn.runtime->unbox_deopts), 0u);
   // An int item halfway: the guard fails there, the rest of the call runs as
-  // object code (7 * 2.0 is 14.0, as CPython makes it), and the pc is kept.
+  // object code (7 * 2.0 is 14.0, as CPython makes it), and the pc is kept
+  // with what it met (an int: the item meets a float constant, so the next
+  // version keeps it an object).
   const std::string with_int = PythonEval("float(sum(range(1000)) - 600 + 14)");
   EXPECT_EQ(Call(*compiled, "total", {IntValue(1000), IntValue(600)}), with_int);
   EXPECT_EQ(static_cast<uint64_t>(fn.runtime->unbox_deopts), 1u);
   const int getitem = FirstPcOf(fn.code, Op::GETITEM_I);
-  ASSERT_GT(fn.runtime->unbox_failed.size(), static_cast<size_t>(getitem));
-  EXPECT_TRUE(fn.runtime->unbox_failed[getitem]);
+  ASSERT_GT(fn.runtime->unbox_feedback.size(), static_cast<size_t>(getitem));
+  EXPECT_EQ(fn.runtime->unbox_feedback[getitem], kUnboxSawInt);
   // The next call runs a version without that guard.
   EXPECT_EQ(Call(*compiled, "total", {IntValue(1000), IntValue(600)}), with_int);
   EXPECT_EQ(fn.runtime->unboxed_versions.size(), 2u);
@@ -145,6 +154,106 @@ TEST_F(Unbox, MachineCodeRunsAnUnboxedLoop) {
   EXPECT_EQ(Call(*compiled, "total", {IntValue(1000), IntValue(999)}), PythonEval("float(sum(range(999)) + 14)"));
   EXPECT_GT(static_cast<uint64_t>(fn.runtime->jit_entries), entries);
   EXPECT_EQ(static_cast<uint64_t>(fn.runtime->unbox_deopts), 1u);
+}
+
+// Ints: a sum over a list's items minus one (one item made past 64 bits by
+// object arithmetic, where `big` says). The first version guesses
+// floats for the items; their guard meets an int, and the version built from
+// that feedback keeps the items, the differences and the sum in int slots.
+constexpr const char* kIntSource = R"(
+def count(n: int, big: int):
+    xs = []
+    for i in range(n):
+        xs.append(i * 3)
+    if big >= 0:
+        xs[big] = xs[big] * 10 ** 18 * 100
+    s = 0
+    for i in range(n):
+        s += xs[i] - 1
+    return s
+)";
+
+TEST_F(Unbox, IntsFromTheFeedbackOfAFloatGuard) {
+  auto compiled = Compile(kIntSource);
+  const FunctionCode& fn = compiled->function("count");
+  const int getitem = LastPcOf(fn.code, Op::GETITEM_I);  // (xs[i])
+  ASSERT_GE(getitem, 0);
+  auto guessed = BuildUnboxedCode(fn, {});
+  ASSERT_NE(guessed, nullptr);
+  EXPECT_EQ(guessed->code[getitem].op, Op::GETITEM_I_GF);
+  std::vector<uint8_t> feedback(fn.code.size());
+  feedback[getitem] = kUnboxSawInt;
+  auto unboxed = BuildUnboxedCode(fn, feedback);
+  ASSERT_NE(unboxed, nullptr);
+  EXPECT_EQ(unboxed->code[getitem].op, Op::GETITEM_I_GI);
+  // xs[i] - 1 and s += are the typed SUB_I and ADD_I on slots (an overflow
+  // there deoptimizes).
+  EXPECT_EQ(Count(unboxed->code, Op::SUB_I), Count(fn.code, Op::SUB_I) + 1);
+  EXPECT_EQ(Count(unboxed->code, Op::ADD_I), Count(fn.code, Op::ADD_I) + 1);
+  EXPECT_EQ(Count(unboxed->code, Op::BINARY_UI), 0);
+  EXPECT_EQ(Count(unboxed->code, Op::RET_UI), 1);
+  EXPECT_NE(unboxed->int_slots, 0u);
+  EXPECT_FALSE(unboxed->int_constant_slots.empty());  // (the 1)
+}
+
+TEST_F(Unbox, IntSlotsRunAndDeoptimizePastSixtyFourBits) {
+  auto compiled = Compile(kIntSource);
+  const FunctionCode& fn = compiled->function("count");
+  const int getitem = LastPcOf(fn.code, Op::GETITEM_I);  // (xs[i])
+  const std::string sum = PythonEval("sum(i * 3 - 1 for i in range(1000))");
+  EXPECT_EQ(Call(*compiled, "count", {IntValue(1000), IntValue(-1)}), sum);
+  ASSERT_GT(fn.runtime->unbox_feedback.size(), static_cast<size_t>(getitem));
+  EXPECT_EQ(fn.runtime->unbox_feedback[getitem], kUnboxSawInt);
+  // The next call runs the version built from that, and no guard fails.
+  const uint64_t deopts = fn.runtime->unbox_deopts;
+  EXPECT_EQ(Call(*compiled, "count", {IntValue(1000), IntValue(-1)}), sum);
+  EXPECT_EQ(static_cast<uint64_t>(fn.runtime->unbox_deopts), deopts);
+  const UnboxedCode* now = fn.runtime->unboxed.load();
+  ASSERT_NE(now, nullptr);
+  EXPECT_EQ(now->code[getitem].op, Op::GETITEM_I_GI);
+  // An item past 64 bits: the int guard fails, and the rest of the call
+  // makes CPython's long int.
+  EXPECT_EQ(Call(*compiled, "count", {IntValue(20000), IntValue(19990)}),
+            PythonEval("sum(i * 3 - 1 for i in range(20000)) - 19990 * 3 + 19990 * 3 * 10 ** 20"));
+  // (The branch that made it fails float guesses of its own, before.)
+  EXPECT_GT(static_cast<uint64_t>(fn.runtime->unbox_deopts), deopts);
+  EXPECT_EQ(fn.runtime->unbox_feedback[getitem], kUnboxFailed);
+}
+
+// The int version's loop is all machine code runs (GETITEM_I_GI, typed
+// arithmetic on slots): machine code runs it, reading compact ints in place.
+// An item past 2**30 is no compact int: machine code leaves for the
+// interpreter at it, which reads it (no guard fails), and comes back.
+TEST_F(Unbox, MachineCodeRunsAnUnboxedIntLoop) {
+  auto compiled = Compile(R"(
+def count(n: int, wide: int):
+    xs = []
+    for i in range(n):
+        xs.append(i * 3)
+    if wide >= 0:
+        xs[wide] = xs[wide] * 2 ** 20 * 2 ** 20
+    s = 0
+    for i in range(n):
+        s += xs[i] - 1
+    return s
+)");
+  const FunctionCode& fn = compiled->function("count");
+  const std::string plain = PythonEval("sum(i * 3 - 1 for i in range(20000))");
+  EXPECT_EQ(Call(*compiled, "count", {IntValue(20000), IntValue(-1)}), plain);  // (learns the ints)
+  EXPECT_EQ(Call(*compiled, "count", {IntValue(20000), IntValue(-1)}), plain);
+  const UnboxedCode* now = fn.runtime->unboxed.load();
+  ASSERT_NE(now, nullptr);
+  ASSERT_NE(now->machine, nullptr);
+  EXPECT_EQ(now->machine->runtime->jit_state.load(), JitState::kCompiled);
+  EXPECT_EQ(Count(now->machine->code, Op::GETITEM_I_GI), 1);
+  const uint64_t entries = fn.runtime->jit_entries;
+  EXPECT_EQ(Call(*compiled, "count", {IntValue(20000), IntValue(-1)}), plain);
+  EXPECT_GT(static_cast<uint64_t>(fn.runtime->jit_entries), entries);
+  EXPECT_EQ(Call(*compiled, "count", {IntValue(20000), IntValue(19000)}),
+            PythonEval("sum(i * 3 - 1 for i in range(20000)) - 19000 * 3 + 19000 * 3 * 2 ** 40"));
+  // (The branch that made the wide item fails float guesses of its own; the
+  // loop's int guard does not fail.)
+  EXPECT_EQ(fn.runtime->unbox_feedback[LastPcOf(fn.code, Op::GETITEM_I)], kUnboxSawInt);
 }
 
 TEST_F(Unbox, TheVerifierRejectsWhatOnlyTheRunTimeMakes) {
