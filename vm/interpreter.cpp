@@ -2101,7 +2101,8 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   // int; else the frame deoptimizes if it may (see RaiseDeoptimize), or the
   // register holds the Python int from here on (grow_int).
   // (An unboxed version's int slot, past the registers, deoptimizes: the
-  // object code makes the long int, vm/unbox.h.)
+  // object code makes the long int, vm/unbox.h. So does a division of
+  // slots by zero: the object code raises.)
 #define INT_OVERFLOW(what)                     \
   do {                                         \
     if (in.a >= num_registers) goto unbox_deopt; \
@@ -2416,6 +2417,7 @@ grown_int_instruction : {
   CASE(FLOORDIV_I) {
     int64_t x = R(in.b).i, y = R(in.c).i;
     if (y == 0) {
+      if (in.a >= num_registers) goto unbox_deopt;  // (an int slot's: see INT_OVERFLOW)
       RaiseZeroDivision("integer division or modulo by zero");
       goto error;
     }
@@ -2428,6 +2430,7 @@ grown_int_instruction : {
   CASE(MOD_I) {
     int64_t y = R(in.c).i;
     if (y == 0) {
+      if (in.a >= num_registers) goto unbox_deopt;  // (an int slot's: see INT_OVERFLOW)
       RaiseZeroDivision("integer modulo by zero");
       goto error;
     }

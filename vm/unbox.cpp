@@ -610,11 +610,15 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
         const auto binary = static_cast<BinaryOp>(op);
         const uint8_t a = ua ? slot_of(in.a) : in.a, b = ub ? slot_of(in.b) : in.b, c = uc ? slot_of(in.c) : in.c;
         const bool plus_minus_times = binary == BinaryOp::ADD || binary == BinaryOp::SUB || binary == BinaryOp::MUL;
-        if (ints && ua && ub && uc && plus_minus_times && clear(in.a) == 0) {
-          // The typed instruction itself: its overflow, on a slot,
-          // deoptimizes (the interpreter's INT_OVERFLOW; machine code leaves
-          // for the interpreter there, as for any overflow).
-          to = {binary == BinaryOp::ADD ? Op::ADD_I : binary == BinaryOp::SUB ? Op::SUB_I : Op::MUL_I, a, b, c, 0};
+        if (ints && ua && ub && uc && clear(in.a) == 0) {
+          // The typed instruction itself: its overflow or division by zero,
+          // on a slot, deoptimizes (the interpreter's INT_OVERFLOW; machine
+          // code leaves for the interpreter there, as it does to raise).
+          static constexpr Op kTyped[] = {Op::ADD_I, Op::SUB_I, Op::MUL_I, Op::FLOORDIV_I, Op::MOD_I};
+          static constexpr BinaryOp kOps[] = {BinaryOp::ADD, BinaryOp::SUB, BinaryOp::MUL, BinaryOp::FLOORDIV,
+                                              BinaryOp::MOD};
+          const int k = static_cast<int>(std::find(std::begin(kOps), std::end(kOps), binary) - std::begin(kOps));
+          to = {kTyped[k], a, b, c, 0};  // (IsIntArithmetic: one of those)
           ++code->guards;
         } else if (ints) {
           to = {Op::BINARY_UI, a, b, c, op | ua << 8 | ub << 9 | uc << 10 | (ua ? clear(in.a) : 0) << 16};
