@@ -412,14 +412,17 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
       if (evidence[web] ? bad_i[web] || float_evidence[web] : bad_f[web]) bad[web] = 1;
     }
   };
-  // Where an int web meets a float web or a float constant (or a move
-  // between the two kinds): the int web becomes an object. True if one did.
+  // Where an int web meets a float web or a float constant in arithmetic, a
+  // comparison or a move: the int web becomes an object. True if one did.
+  // (A subscript may take an int slot's index where its item is a float
+  // slot: GETITEM_I_GF.)
   auto separate_types = [&] {
     bool changed = false;
     for (int pc = 0; pc < n; ++pc) {
+      const Instr& in = fn.code[pc];
+      if (in.op == Op::GETITEM) continue;
       bool meets_float = false;
       for (int k = first_at[pc]; k < first_at[pc + 1]; ++k) meets_float |= float_web(web_of(k));
-      const Instr& in = fn.code[pc];
       double value;
       if (in.op == Op::BINARY_O || in.op == Op::COMPARE_O) {
         meets_float |= float_constant(in.b, &value) || float_constant(in.c, &value);
