@@ -3830,12 +3830,12 @@ class CodeGen {
     b_.BranchIntImm(IntCond::kNe, object, 0, Exit());
   }
 
-  // The item R[list][R[index]] of an unboxed version's list read (an exact
-  // list; the index inside it, negative from the end), in a fresh register;
-  // anything else jumps to `exit`. It reads the objects and takes no
-  // reference (unboxed code runs with the GIL held, and nothing here runs
-  // Python code).
-  Int ListItemOrExit(int list, int index_reg, const Label& exit) {
+  // The item R[list][R[index]] of an unboxed version's list read, in a fresh
+  // register: R[list] an exact list, the index inside it (negative from the
+  // end), the item exactly of `item_type`; anything else jumps to `exit`. It
+  // reads the objects and takes no reference (unboxed code runs with the GIL
+  // held, and nothing here runs Python code).
+  Int ListItemOrExit(int list, int index_reg, PyTypeObject* item_type, const Label& exit) {
     Int regs = FromSlot(regs_slot_);
     Int object = b_.NewInt(), type = b_.NewInt(), expected = b_.NewInt();
     b_.LoadInt(object, regs, static_cast<int32_t>(list * sizeof(Value)));
@@ -3853,6 +3853,9 @@ class CodeGen {
     Int items = b_.NewInt(), item = b_.NewInt();
     b_.LoadInt(items, object, static_cast<int32_t>(offsetof(PyListObject, ob_item)));
     b_.LoadElement(ElemType::kI64, item, items, index, 0);
+    b_.LoadInt(type, item, static_cast<int32_t>(offsetof(PyObject, ob_type)));
+    b_.MovImm(expected, reinterpret_cast<int64_t>(item_type));
+    b_.BranchInt(IntCond::kNe, type, expected, exit);
     return item;
   }
 
@@ -4609,11 +4612,7 @@ class CodeGen {
         // else leaves for the interpreter, whose GETITEM_I_GF deoptimizes.
         const Label exit = Exit();
         if (d != 0) ExitUnlessNull(d - 1);
-        Int object = ListItemOrExit(bb, c, exit);
-        Int type = b_.NewInt(), expected = b_.NewInt();
-        b_.LoadInt(type, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
-        b_.MovImm(expected, reinterpret_cast<int64_t>(&PyFloat_Type));
-        b_.BranchInt(IntCond::kNe, type, expected, exit);
+        Int object = ListItemOrExit(bb, c, &PyFloat_Type, exit);
         b_.LoadFloat(F(a), object, static_cast<int32_t>(offsetof(PyFloatObject, ob_fval)));
         break;
       }
@@ -4625,11 +4624,7 @@ class CodeGen {
         // GETITEM_I_GI takes any int within 64 bits, or deoptimizes.
         const Label exit = Exit();
         if (d != 0) ExitUnlessNull(d - 1);
-        Int object = ListItemOrExit(bb, c, exit);
-        Int type = b_.NewInt(), expected = b_.NewInt();
-        b_.LoadInt(type, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
-        b_.MovImm(expected, reinterpret_cast<int64_t>(&PyLong_Type));
-        b_.BranchInt(IntCond::kNe, type, expected, exit);
+        Int object = ListItemOrExit(bb, c, &PyLong_Type, exit);
         Int low = b_.NewInt(), high = b_.NewInt(), zero = b_.NewInt(), size = b_.NewInt();
         const Label two_digits = b_.NewLabel(), positive = b_.NewLabel(), done = b_.NewLabel();
         b_.MovImm(zero, 0);

@@ -1694,17 +1694,6 @@ inline bool FloatArithmetic(int op, double x, double y, double* out) {
   }
 }
 
-inline bool CompareDoubles(int op, double x, double y) {
-  switch (op) {
-    case Py_LT: return x < y;
-    case Py_LE: return x <= y;
-    case Py_EQ: return x == y;
-    case Py_NE: return x != y;
-    case Py_GT: return x > y;
-    default: return x >= y;
-  }
-}
-
 // container[i] for an exact list or tuple and i inside it, when that item is
 // an exact float: its value. False for anything else.
 inline bool FloatItemAt(PyObject* container, int64_t i, double* out) {
@@ -1741,17 +1730,6 @@ inline bool IntArithmetic(int op, int64_t x, int64_t y, int64_t* out) {
       *out = ModInt(x, y);
       return true;
     default: return false;
-  }
-}
-
-inline bool CompareInts(int op, int64_t x, int64_t y) {
-  switch (op) {
-    case Py_LT: return x < y;
-    case Py_LE: return x <= y;
-    case Py_EQ: return x == y;
-    case Py_NE: return x != y;
-    case Py_GT: return x > y;
-    default: return x >= y;
   }
 }
 
@@ -1838,6 +1816,12 @@ inline void SetConstantSlots(const UnboxedCode& code, int num_registers, Value* 
 
 inline bool IsIntSlot(const UnboxedCode& code, int slot) { return (code.int_slots >> slot & 1) != 0; }
 
+// A slot's value as a new object: an int, or a float. Null with the
+// exception set if it cannot be allocated.
+inline PyObject* BoxSlot(const Value& slot, bool is_int) {
+  return is_int ? PyLong_FromLongLong(slot.i) : PyFloat_FromDouble(slot.f);
+}
+
 // A value for an int slot: an exact int within 64 bits (not a bool).
 inline bool IntSlotValue(PyObject* object, int64_t* out) { return object != nullptr && ExactInt64(object, out); }
 
@@ -1879,8 +1863,7 @@ bool LeaveUnboxed(const UnboxedCode& code, int num_registers, Value* regs, int p
   const uint64_t live = code.live[pc] & ~(except >= 0 ? uint64_t{1} << except : 0);
   for (uint64_t bits = live; bits != 0; bits &= bits - 1) {
     const int slot = __builtin_ctzll(bits);
-    PyObject* boxed = IsIntSlot(code, slot) ? PyLong_FromLongLong(regs[num_registers + slot].i)
-                                            : PyFloat_FromDouble(regs[num_registers + slot].f);
+    PyObject* boxed = BoxSlot(regs[num_registers + slot], IsIntSlot(code, slot));
     if (boxed == nullptr) return false;
     Value& reg = regs[code.slot_register[slot]];
     if (!ReleaseIsPure(reg.o)) ++g_effects;  // (a temporary's last object, released late)
@@ -3320,7 +3303,7 @@ build_span : {
       goto unbox_deopt;
     }
     const bool plain = PURE && ReleaseIsPure(R(in.a).o);
-    SetObject(R(in.a), Py_NewRef(CompareDoubles(in.d & 15, x, y) ? Py_True : Py_False));
+    SetObject(R(in.a), Py_NewRef(CompareNumbers(in.d & 15, x, y) == 1 ? Py_True : Py_False));
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(JT_COMPARE_UF) goto compare_branch_unboxed;
@@ -3332,7 +3315,7 @@ compare_branch_unboxed : {
       floats == 0) {
     goto unbox_deopt;
   }
-  if (CompareDoubles(in.c & 15, x, y) == (in.op == Op::JT_COMPARE_UF)) JUMP_TO(in.d);
+  if ((CompareNumbers(in.c & 15, x, y) == 1) == (in.op == Op::JT_COMPARE_UF)) JUMP_TO(in.d);
 }
   NEXT;
   CASE(SETITEM_UF) {
@@ -3348,37 +3331,48 @@ compare_branch_unboxed : {
     if (stored < 0) goto error;
   }
   NEXT_AFTER_PYTHON;
-  CASE(RET_UF) {
-    result->o = PyFloat_FromDouble(R(in.a).f);
-    if (result->o == nullptr) goto error;
-    ok = true;
-    goto done;
+  // The forms below serve float and int slots alike (the _UI and _GI ones
+  // jump here): a slot leaves boxed by its kind, and unbox_result checks a
+  // value by the kind of the slot it is for.
+  CASE(RET_UF) goto return_unboxed;
+  CASE(RET_UI) goto return_unboxed;
+return_unboxed : {
+  result->o = BoxSlot(R(in.a), in.op == Op::RET_UI);
+  if (result->o == nullptr) goto error;
+  ok = true;
+  goto done;
+}
+  CASE(FOR_ITER_GF) goto for_iter_unboxed;
+  CASE(FOR_ITER_GI) goto for_iter_unboxed;
+for_iter_unboxed : {
+  PyObject* value = PyIter_Next(R(in.b).o);
+  if (value == nullptr) {
+    if (PyErr_Occurred() || !RefreshTorchViews()) goto error;
+    JUMP_TO(in.d);
   }
-  CASE(FOR_ITER_GF) {
-    PyObject* value = PyIter_Next(R(in.b).o);
-    if (value == nullptr) {
-      if (PyErr_Occurred() || !RefreshTorchViews()) goto error;
-      JUMP_TO(in.d);
-    }
-    unbox_value = value;
-    goto unbox_result;
-  }
-  CASE(LOAD_ATTR_GF) {
-    PyMemberDef* member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
-    PyObject* value = member != nullptr ? GetSlot(R(in.b).o, member) : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
-    if (value == nullptr) goto error;
-    unbox_value = value;
-    goto unbox_result;
-  }
-  CASE(STORE_ATTR_UF) {
-    PyObject* boxed = PyFloat_FromDouble(R(in.b).f);
-    if (boxed == nullptr) goto error;
-    PyMemberDef* member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
-    const int stored = member != nullptr ? SetSlot(R(in.a).o, member, boxed)
-                                         : PyObject_SetAttr(R(in.a).o, fn.objects[in.d], boxed);
-    Py_DECREF(boxed);
-    if (stored < 0) goto error;
-  }
+  unbox_value = value;
+  goto unbox_result;
+}
+  CASE(LOAD_ATTR_GF) goto load_attr_unboxed;
+  CASE(LOAD_ATTR_GI) goto load_attr_unboxed;
+load_attr_unboxed : {
+  PyMemberDef* member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
+  PyObject* value = member != nullptr ? GetSlot(R(in.b).o, member) : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
+  if (value == nullptr) goto error;
+  unbox_value = value;
+  goto unbox_result;
+}
+  CASE(STORE_ATTR_UF) goto store_attr_unboxed;
+  CASE(STORE_ATTR_UI) goto store_attr_unboxed;
+store_attr_unboxed : {
+  PyObject* boxed = BoxSlot(R(in.b), in.op == Op::STORE_ATTR_UI);
+  if (boxed == nullptr) goto error;
+  PyMemberDef* member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
+  const int stored = member != nullptr ? SetSlot(R(in.a).o, member, boxed)
+                                       : PyObject_SetAttr(R(in.a).o, fn.objects[in.d], boxed);
+  Py_DECREF(boxed);
+  if (stored < 0) goto error;
+}
   NEXT_AFTER_PYTHON;
 
   // ---- Unboxed ints (vm/unbox.h) ----------------------------------------------------------
@@ -3421,7 +3415,7 @@ compare_branch_unboxed : {
     int64_t x, y;
     if (!IntOperand(R(in.b), in.d & 0x20, &x) || !IntOperand(R(in.c), in.d & 0x40, &y)) goto unbox_deopt;
     const bool plain = PURE && ReleaseIsPure(R(in.a).o);
-    SetObject(R(in.a), Py_NewRef(CompareInts(in.d & 15, x, y) ? Py_True : Py_False));
+    SetObject(R(in.a), Py_NewRef(CompareNumbers(in.d & 15, x, y) == 1 ? Py_True : Py_False));
     NEXT_AFTER_NUMBERS(plain);
   }
   CASE(JT_COMPARE_UI) goto compare_branch_unboxed_int;
@@ -3429,7 +3423,7 @@ compare_branch_unboxed : {
 compare_branch_unboxed_int : {
   int64_t x, y;
   if (!IntOperand(R(in.a), in.c & 0x10, &x) || !IntOperand(R(in.b), in.c & 0x20, &y)) goto unbox_deopt;
-  if (CompareInts(in.c & 15, x, y) == (in.op == Op::JT_COMPARE_UI)) JUMP_TO(in.d);
+  if ((CompareNumbers(in.c & 15, x, y) == 1) == (in.op == Op::JT_COMPARE_UI)) JUMP_TO(in.d);
 }
   NEXT;
   CASE(SETITEM_UI) {
@@ -3442,38 +3436,6 @@ compare_branch_unboxed_int : {
       NEXT_AFTER_PYTHON;  // a store other code sees
     }
     const int stored = PyObject_SetItem(R(in.a).o, R(in.b).o, boxed);
-    Py_DECREF(boxed);
-    if (stored < 0) goto error;
-  }
-  NEXT_AFTER_PYTHON;
-  CASE(RET_UI) {
-    result->o = PyLong_FromLongLong(R(in.a).i);
-    if (result->o == nullptr) goto error;
-    ok = true;
-    goto done;
-  }
-  CASE(FOR_ITER_GI) {
-    PyObject* value = PyIter_Next(R(in.b).o);
-    if (value == nullptr) {
-      if (PyErr_Occurred() || !RefreshTorchViews()) goto error;
-      JUMP_TO(in.d);
-    }
-    unbox_value = value;
-    goto unbox_result;
-  }
-  CASE(LOAD_ATTR_GI) {
-    PyMemberDef* member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
-    PyObject* value = member != nullptr ? GetSlot(R(in.b).o, member) : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
-    if (value == nullptr) goto error;
-    unbox_value = value;
-    goto unbox_result;
-  }
-  CASE(STORE_ATTR_UI) {
-    PyObject* boxed = PyLong_FromLongLong(R(in.b).i);
-    if (boxed == nullptr) goto error;
-    PyMemberDef* member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
-    const int stored = member != nullptr ? SetSlot(R(in.a).o, member, boxed)
-                                         : PyObject_SetAttr(R(in.a).o, fn.objects[in.d], boxed);
     Py_DECREF(boxed);
     if (stored < 0) goto error;
   }
