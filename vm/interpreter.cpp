@@ -1752,8 +1752,8 @@ bool FloatGuardMetInt(const Instr& in, const Value* regs) {
       return item != nullptr && ExactInt64(*item, &value);
     }
     case Op::GETITEM_GF: {
-      long long i;
-      if (!PyLong_CheckExact(regs[in.c].o) || !ExactIntValue(regs[in.c].o, &i)) return false;
+      int64_t i;
+      if (!ExactInt64(regs[in.c].o, &i)) return false;
       PyObject** item = ItemAt(regs[in.b].o, i);
       return item != nullptr && ExactInt64(*item, &value);
     }
@@ -3377,10 +3377,8 @@ store_attr_unboxed : {
 
   // ---- Unboxed ints (vm/unbox.h) ----------------------------------------------------------
   CASE(GETITEM_GI) {
-    long long i;
-    if (!PyLong_CheckExact(R(in.c).o) || !ExactIntValue(R(in.c).o, &i) || !IntItemAt(R(in.b).o, i, &R(in.a).i)) {
-      goto unbox_deopt;
-    }
+    int64_t i;
+    if (!ExactInt64(R(in.c).o, &i) || !IntItemAt(R(in.b).o, i, &R(in.a).i)) goto unbox_deopt;
     if (in.d != 0) goto unbox_clear;
   }
   NEXT;

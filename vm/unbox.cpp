@@ -43,6 +43,15 @@ bool IsIntArithmetic(int d) {
   }
 }
 
+// The object of `reg` if it is one of fn's object constants, else null.
+PyObject* ObjectConstant(const FunctionCode& fn, int reg) {
+  if (!fn.IsConstantRegister(reg) || fn.registers[reg].kind != Kind::kObject) return nullptr;
+  PyObject* object;
+  const uint64_t bits = fn.initial_constants[reg - fn.first_constant()];
+  std::memcpy(&object, &bits, sizeof object);
+  return object;
+}
+
 // What an occurrence tells about the type of its register's web (a
 // definition's value): nothing, an int (an int constant moved in, a typed int
 // boxed, a guard that met an int before) or a float (a float constant, a
@@ -112,13 +121,10 @@ void OccurrencesAt(const FunctionCode& fn, int pc, uint8_t feedback, std::vector
       return;
     case Op::MOVE_O: {
       Evidence evidence = seen;
-      if (fn.IsConstantRegister(in.b) && fn.registers[in.b].kind == Kind::kObject) {
-        PyObject* object;
-        const uint64_t bits = fn.initial_constants[in.b - fn.first_constant()];
-        std::memcpy(&object, &bits, sizeof object);
+      if (PyObject* object = ObjectConstant(fn, in.b)) {
         int64_t value;
-        if (object != nullptr && ExactInt64(object, &value)) evidence = Evidence::kInt;
-        if (object != nullptr && PyFloat_CheckExact(object)) evidence = Evidence::kFloat;
+        if (ExactInt64(object, &value)) evidence = Evidence::kInt;
+        if (PyFloat_CheckExact(object)) evidence = Evidence::kFloat;
       }
       add(in.b, false, true, true, false);
       add(in.a, true, true, true, false, evidence);
@@ -351,21 +357,14 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
     if (occurrences[i].evidence == Evidence::kFloat) float_evidence[web] = 1;
     if (occurrences[i].evidence == Evidence::kInt) int_evidence[web] = 1;
   }
-  auto constant_of = [&](int reg) -> PyObject* {
-    if (!fn.IsConstantRegister(reg) || fn.registers[reg].kind != Kind::kObject) return nullptr;
-    PyObject* object;
-    const uint64_t bits = fn.initial_constants[reg - fn.first_constant()];
-    std::memcpy(&object, &bits, sizeof object);
-    return object;
-  };
   auto float_constant = [&](int reg, double* value) {
-    PyObject* object = constant_of(reg);
+    PyObject* object = ObjectConstant(fn, reg);
     if (object == nullptr || !PyFloat_CheckExact(object)) return false;
     *value = PyFloat_AS_DOUBLE(object);
     return true;
   };
   auto int_constant = [&](int reg, int64_t* value) {
-    PyObject* object = constant_of(reg);
+    PyObject* object = ObjectConstant(fn, reg);
     return object != nullptr && ExactInt64(object, value);
   };
   // The web of register `reg` at pc: of its definition there (def) or of the
