@@ -257,13 +257,18 @@ struct FunctionRuntime {
   // What the name of a CALL_METHOD, LOAD_ATTR or STORE_ATTR resolved to on a
   // type, one entry per instruction (allocated at the first lookup): the type,
   // its version tag then, and the descriptor found (a method descriptor for
-  // CALL_METHOD, a member descriptor, as `__slots__` make, for the others). A
-  // type whose dict changes gets a new version tag (tags are never reused), so
-  // an entry whose tag still matches holds a descriptor the type still holds.
+  // CALL_METHOD, a member descriptor, as `__slots__` make, for the others),
+  // or, for an attribute the type has none of, where instances keep it
+  // (vm/instance_values.h): its position in their values, -1 if the class's
+  // shared keys did not hold it when they held `key_count` keys. A type whose
+  // dict changes gets a new version tag (tags are never reused), so an entry
+  // whose tag still matches holds a descriptor the type still holds.
   struct TypeCacheEntry {
     PyTypeObject* type = nullptr;
     unsigned int version_tag = 0;
     PyObject* found = nullptr;  // borrowed from the type's dict
+    Py_ssize_t value_index = -1;
+    Py_ssize_t key_count = -1;
   };
   std::unique_ptr<TypeCacheEntry[]> type_cache;
   // What a LOAD_GLOBAL* found, one entry per instruction (allocated at the

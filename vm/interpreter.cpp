@@ -25,6 +25,7 @@
 #include "vm/exact_scalars.h"
 #include "vm/function_object.h"
 #include "vm/gil.h"
+#include "vm/instance_values.h"
 #include "vm/prange.h"
 #include "vm/math_table.h"
 #include "vm/python_compat.h"
@@ -267,14 +268,14 @@ PyObject* FastCompare(int op, PyObject* left, PyObject* right) {
 // `pc` by the type's version tag, if `accept` takes it (else null, cached too).
 template <typename Accept>
 PyObject* CachedTypeLookup(const FunctionCode& fn, int pc, PyTypeObject* type, PyObject* name, Accept accept) {
-  if (!PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) return nullptr;
+  if (!HasValidVersionTag(type)) return nullptr;
   FunctionRuntime& runtime = *fn.runtime;
   if (runtime.type_cache == nullptr) runtime.type_cache = std::make_unique<FunctionRuntime::TypeCacheEntry[]>(fn.code.size());
   FunctionRuntime::TypeCacheEntry& entry = runtime.type_cache[pc];
   if (entry.type != type || entry.version_tag != type->tp_version_tag) {
     PyObject* found = _PyType_Lookup(type, name);  // borrowed; may assign the version tag
     entry = {};
-    if (PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
+    if (HasValidVersionTag(type)) {
       entry = {type, type->tp_version_tag, found != nullptr && accept(found) ? found : nullptr};
     }
   }
@@ -318,7 +319,7 @@ bool TypeLacks(const FunctionCode& fn, int pc, PyTypeObject* type, PyObject* nam
   if (CachedTypeLookup(fn, pc, type, name, [](PyObject*) { return true; }) != nullptr) return false;
   const FunctionRuntime::TypeCacheEntry* cache = fn.runtime->type_cache.get();
   return cache != nullptr && cache[pc].type == type && cache[pc].version_tag == type->tp_version_tag &&
-         PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG);
+         HasValidVersionTag(type);
 }
 
 // `list.append(x)` and `list.pop()` on an exact list (args[0]), the methods
@@ -345,10 +346,24 @@ PyObject* ListMethodInPlace(PyObject* method, PyObject* const* args, size_t narg
   return nullptr;
 }
 
+// Whether `object`, of a type with instance values (vm/instance_values.h)
+// whose CALL_METHOD cache `entry` holds, has no attribute `name` of its own:
+// it has no dict, and its class's shared keys lack the name (looked at again
+// whenever they have grown since the entry last did).
+bool InstanceLacks(FunctionRuntime::TypeCacheEntry& entry, PyObject* object, PyObject* name) {
+  const Py_ssize_t count = InstanceValueKeyCount(entry.type);
+  if (entry.key_count != count) {
+    entry.value_index = InstanceValueIndex(entry.type, name);
+    entry.key_count = count;
+  }
+  return entry.value_index < 0 && InstanceValues(object, false) != nullptr;
+}
+
 // `receiver.name(args...)` (args[0] is the receiver) when the receiver's
-// type has no instance dict and no attribute hook, so that a method
-// descriptor found on the type is what the lookup returns (as CPython's
-// LOAD_METHOD finds it). For a module (`math.sqrt(x)`), whose type has no
+// type has no attribute hook and the receiver no attribute of that name of
+// its own (no instance dict, or instance values that lack it: CPython's
+// LOAD_METHOD_WITH_VALUES), so that a method descriptor found on the type is
+// what the lookup returns (as CPython's LOAD_METHOD finds it). For a module (`math.sqrt(x)`), whose type has no
 // attribute of that name (cached, by the module type's version tag), the
 // module's dict answers, as generic attribute lookup would, and the function
 // is called without the receiver (CPython's LOAD_METHOD_MODULE). Anything
@@ -367,11 +382,11 @@ PyObject* CallMethodCached(const FunctionCode& fn, int pc, PyObject* name, PyObj
       if (PyErr_Occurred()) return nullptr;
     }
   }
-  if (type->tp_dictoffset == 0 && type->tp_getattro == PyObject_GenericGetAttr) {
+  if (type->tp_getattro == PyObject_GenericGetAttr && (type->tp_dictoffset == 0 || TypeHasInstanceValues(type))) {
     PyObject* method = CachedTypeLookup(fn, pc, type, name, [](PyObject* found) {
       return PyType_HasFeature(Py_TYPE(found), Py_TPFLAGS_METHOD_DESCRIPTOR);
     });
-    if (method != nullptr) {
+    if (method != nullptr && (type->tp_dictoffset == 0 || InstanceLacks(fn.runtime->type_cache[pc], args[0], name))) {
       if (type == &PyList_Type) {
         if (PyObject* result = ListMethodInPlace(method, args, nargs)) return result;
         if (PyErr_Occurred()) return nullptr;
@@ -388,37 +403,6 @@ PyObject* CallMethodCached(const FunctionCode& fn, int pc, PyObject* name, PyObj
 inline PyMemberDef* PlainMember(PyObject* found, bool store) {
   PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(found)->d_member;
   return (member->flags & ~(store ? 0 : READONLY)) == 0 ? member : nullptr;
-}
-
-// SlotMember's look at the type, through the instruction's cache.
-PyMemberDef* LookUpSlotMember(const FunctionCode& fn, int pc, PyObject* object, PyObject* name, bool store) {
-  PyTypeObject* type = Py_TYPE(object);
-  if (store ? type->tp_setattro != PyObject_GenericSetAttr : type->tp_getattro != PyObject_GenericGetAttr) {
-    return nullptr;
-  }
-  PyObject* found = CachedTypeLookup(fn, pc, type, name, [](PyObject* found) {
-    return Py_IS_TYPE(found, &PyMemberDescr_Type);
-  });
-  return found != nullptr ? PlainMember(found, store) : nullptr;
-}
-
-// The `__slots__` member `name` is on `object`'s type: a data descriptor, so
-// it wins over any instance dict, read and written in place as CPython's
-// member descriptors do. Null for anything else (and for a member with
-// audited reads or restricted writes), for the generic path to answer. The
-// instruction's cache entry answers inline when `object`'s type is the one
-// it holds, at the same version tag (a valid tag is never 0, and a modified
-// type's tag changes, so a match means the type is as it was: the same
-// member, the same tp_getattro and tp_setattro); else the type is looked at.
-inline PyMemberDef* SlotMember(const FunctionCode& fn, int pc, PyObject* object, PyObject* name, bool store) {
-  if (const FunctionRuntime::TypeCacheEntry* cache = fn.runtime->type_cache.get()) {
-    const FunctionRuntime::TypeCacheEntry& entry = cache[pc];
-    PyTypeObject* type = Py_TYPE(object);
-    if (entry.type == type && entry.version_tag == type->tp_version_tag && entry.found != nullptr) {
-      return PlainMember(entry.found, store);
-    }
-  }
-  return LookUpSlotMember(fn, pc, object, name, store);
 }
 
 // `object.member` for a `__slots__` member holding an object (T_OBJECT_EX,
@@ -442,6 +426,107 @@ inline int SetSlot(PyObject* object, PyMemberDef* member, PyObject* value) {
   *slot = Py_NewRef(value);
   Py_XDECREF(old);
   return 0;
+}
+
+// Fills the type_cache entry of the LOAD_ATTR or STORE_ATTR (`store`) at `pc`
+// for `type` as it is now, if the entry is not for it (AttributeEntry). When
+// the type's generic getattr (setattr) answers for it, the entry holds where
+// `name` is:
+//   - a member descriptor (`__slots__`; found): a data descriptor, so it wins
+//     over any instance dict;
+//   - nothing on the type at all: then an instance's own attribute is all
+//     there is, and where the type's instances keep their values (as long as
+//     they have no dict), the entry holds its position (value_index), or -1
+//     while the class's shared keys do not hold the name (key_count says how
+//     many they held: the entry is looked at again when they grow).
+// Anything else (a property, a class attribute, a method, a type with its own
+// __getattr__ or __setattr__) leaves both empty: the generic path answers.
+// Null for a type without a valid version tag, which nothing can be cached for.
+[[gnu::noinline]] const FunctionRuntime::TypeCacheEntry* FillAttributeEntry(const FunctionCode& fn, int pc,
+                                                                           PyTypeObject* type, PyObject* name,
+                                                                           bool store) {
+  FunctionRuntime& runtime = *fn.runtime;
+  if (runtime.type_cache == nullptr) runtime.type_cache = std::make_unique<FunctionRuntime::TypeCacheEntry[]>(fn.code.size());
+  FunctionRuntime::TypeCacheEntry& entry = runtime.type_cache[pc];
+  if (entry.type == type && entry.version_tag == type->tp_version_tag && entry.key_count >= 0) {
+    // The name was missing from the shared keys: look again if they grew.
+    if (entry.key_count != InstanceValueKeyCount(type)) {
+      entry.key_count = InstanceValueKeyCount(type);
+      entry.value_index = InstanceValueIndex(type, name);
+    }
+    return &entry;
+  }
+  PyObject* found = _PyType_Lookup(type, name);  // borrowed; may assign the version tag
+  entry = {};
+  if (!HasValidVersionTag(type)) return nullptr;
+  entry.type = type;
+  entry.version_tag = type->tp_version_tag;
+  const bool generic = store ? type->tp_setattro == PyObject_GenericSetAttr : type->tp_getattro == PyObject_GenericGetAttr;
+  if (!generic) return &entry;
+  if (found != nullptr) {
+    if (Py_IS_TYPE(found, &PyMemberDescr_Type)) entry.found = found;
+  } else if (TypeHasInstanceValues(type)) {
+    entry.key_count = InstanceValueKeyCount(type);
+    entry.value_index = InstanceValueIndex(type, name);
+  }
+  return &entry;
+}
+
+// The type_cache entry of the attribute instruction at `pc` for `object`'s
+// type: inline when the entry holds that type at its version tag (a valid tag
+// is never 0, and a modified type's tag changes, so a match means the type is
+// as it was: the same descriptors, tp_getattro and tp_setattro, and the same
+// shared keys), else filled (FillAttributeEntry). An entry whose name the
+// shared keys lacked is filled again whenever the keys may have grown.
+inline const FunctionRuntime::TypeCacheEntry* AttributeEntry(const FunctionCode& fn, int pc, PyObject* object,
+                                                             PyObject* name, bool store) {
+  PyTypeObject* type = Py_TYPE(object);
+  if (const FunctionRuntime::TypeCacheEntry* cache = fn.runtime->type_cache.get()) {
+    const FunctionRuntime::TypeCacheEntry& entry = cache[pc];
+    if (entry.type == type && entry.version_tag == type->tp_version_tag && (entry.key_count < 0 || entry.value_index >= 0)) {
+      return &entry;
+    }
+  }
+  return FillAttributeEntry(fn, pc, type, name, store);
+}
+
+// `object.name` (a new reference) for the LOAD_ATTR at `pc`: a `__slots__`
+// member read in place (LOAD_ATTR_SLOT), an instance's value read from its
+// values array (LOAD_ATTR_INSTANCE_VALUE), both as CPython 3.11 specializes
+// them; the generic lookup for anything else, and whenever the value is not
+// there (an unset attribute: the generic path raises AttributeError).
+inline PyObject* GetAttribute(const FunctionCode& fn, int pc, PyObject* object, PyObject* name) {
+  if (const FunctionRuntime::TypeCacheEntry* entry = AttributeEntry(fn, pc, object, name, false)) {
+    if (entry->value_index >= 0) {
+      if (PyObject** values = InstanceValues(object, false)) {
+        if (PyObject* value = values[entry->value_index]) return Py_NewRef(value);
+      }
+    } else if (entry->found != nullptr) {
+      if (PyMemberDef* member = PlainMember(entry->found, false)) return GetSlot(object, member);
+    }
+  }
+  return PyObject_GetAttr(object, name);
+}
+
+// `object.name = value` for the STORE_ATTR at `pc`, the same way: a value
+// replaced in an instance's values array in place (STORE_ATTR_INSTANCE_VALUE;
+// an attribute not set yet takes the generic path, which also keeps the
+// order of insertion). 0, or -1 with an exception.
+inline int SetAttribute(const FunctionCode& fn, int pc, PyObject* object, PyObject* name, PyObject* value) {
+  if (const FunctionRuntime::TypeCacheEntry* entry = AttributeEntry(fn, pc, object, name, true)) {
+    if (entry->value_index >= 0) {
+      if (PyObject** values = InstanceValues(object, true)) {
+        if (PyObject* old = values[entry->value_index]) {
+          values[entry->value_index] = Py_NewRef(value);
+          Py_DECREF(old);
+          return 0;
+        }
+      }
+    } else if (entry->found != nullptr) {
+      if (PyMemberDef* member = PlainMember(entry->found, true)) return SetSlot(object, member, value);
+    }
+  }
+  return PyObject_SetAttr(object, name, value);
 }
 
 // The position an exact int `index` names in a sequence of `length` items
@@ -3049,17 +3134,13 @@ grown_int_instruction : {
 
   // ---- Object mode ------------------------------------------------------------------------
   CASE(LOAD_ATTR) {
-    PyMemberDef* member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
-    PyObject* value = member != nullptr ? GetSlot(R(in.b).o, member) : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
+    PyObject* value = GetAttribute(fn, PC, R(in.b).o, fn.objects[in.d]);
     if (value == nullptr) goto error;
     SetObject(R(in.a), value);
   }
   NEXT_AFTER_PYTHON;
   CASE(STORE_ATTR) {
-    PyMemberDef* member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
-    const int stored = member != nullptr ? SetSlot(R(in.a).o, member, R(in.b).o)
-                                         : PyObject_SetAttr(R(in.a).o, fn.objects[in.d], R(in.b).o);
-    if (stored < 0) goto error;
+    if (SetAttribute(fn, PC, R(in.a).o, fn.objects[in.d], R(in.b).o) < 0) goto error;
   }
   NEXT_AFTER_PYTHON;
   CASE(GETITEM) {
@@ -3356,8 +3437,7 @@ for_iter_unboxed : {
   CASE(LOAD_ATTR_GF) goto load_attr_unboxed;
   CASE(LOAD_ATTR_GI) goto load_attr_unboxed;
 load_attr_unboxed : {
-  PyMemberDef* member = SlotMember(fn, PC, R(in.b).o, fn.objects[in.d], false);
-  PyObject* value = member != nullptr ? GetSlot(R(in.b).o, member) : PyObject_GetAttr(R(in.b).o, fn.objects[in.d]);
+  PyObject* value = GetAttribute(fn, PC, R(in.b).o, fn.objects[in.d]);
   if (value == nullptr) goto error;
   unbox_value = value;
   goto unbox_result;
@@ -3367,9 +3447,7 @@ load_attr_unboxed : {
 store_attr_unboxed : {
   PyObject* boxed = BoxSlot(R(in.b), in.op == Op::STORE_ATTR_UI);
   if (boxed == nullptr) goto error;
-  PyMemberDef* member = SlotMember(fn, PC, R(in.a).o, fn.objects[in.d], true);
-  const int stored = member != nullptr ? SetSlot(R(in.a).o, member, boxed)
-                                       : PyObject_SetAttr(R(in.a).o, fn.objects[in.d], boxed);
+  const int stored = SetAttribute(fn, PC, R(in.a).o, fn.objects[in.d], boxed);
   Py_DECREF(boxed);
   if (stored < 0) goto error;
 }

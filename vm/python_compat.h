@@ -115,6 +115,17 @@ inline void LeaveCompiledFrameNogil(PyThreadState* thread) {
 #endif
 }
 
+// Whether `type` has a valid version tag, one that changes whenever the type
+// does (what caches keyed by it rely on): 3.13 no longer maintains
+// Py_TPFLAGS_VALID_VERSION_TAG ("unused"), and a tag of 0 means none.
+inline bool HasValidVersionTag(PyTypeObject* type) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return type->tp_version_tag != 0;
+#else
+  return PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG);
+#endif
+}
+
 // Adds a traceback entry `filename:line, in funcname` to the exception being
 // raised, so that tracebacks show the .ppy line a native frame failed at.
 // What CPython's private _PyTraceback_Add does (3.13 no longer declares it):
