@@ -1272,7 +1272,8 @@ struct PrangeAssignment {
 };
 
 // `x += e`, `x -= e`, `x *= e`, `x = min(x, e)` and `x = max(x, e)` (either
-// operand order) with e not reading x: the reduction forms, as PrangeOp.
+// operand order: CheckPrange refuses min(e, x) and max(e, x) for a float)
+// with e not reading x: the reduction forms, as PrangeOp.
 int ReductionForm(const Stmt& stmt, const std::string& name,
                   const std::function<bool(const Expr&, const char*)>& is_builtin) {
   if (stmt.kind == StmtKind::kAugAssign) {
@@ -1404,6 +1405,23 @@ void FunctionChecker::CheckPrange(Stmt& stmt) {
       Error(loc, absl::StrCat("the prange loop reduces '", name, "', which must be an int or a float, not ",
                               type.name()));
       continue;
+    }
+    // A float min or max must name the reduction first, as `max(x, e)`:
+    // Python's max(e, x) keeps the later of equal values (0.0 and -0.0) and
+    // restarts after a NaN, which no combination of chunks' partials can
+    // reproduce. (For ints, equal values are the same value.)
+    if (type.is_float() && (op == static_cast<int>(PrangeOp::kMin) || op == static_cast<int>(PrangeOp::kMax))) {
+      const char* function = op == static_cast<int>(PrangeOp::kMin) ? "min" : "max";
+      for (const PrangeAssignment& assignment : assignments) {
+        const Expr& first = *assignment.stmt->value->children[1];
+        if (first.kind != ExprKind::kName || first.text != name) {
+          Error(assignment.stmt->value->loc,
+                absl::StrCat("the prange loop reduces the float '", name, "' as ", function, "(e, ", name, "): write ",
+                             function, "(", name, ", e), whose result chunks can combine to (", function, "(e, ",
+                             name, ") keeps the later of equal values, such as 0.0 and -0.0, and restarts after a NaN)"));
+          break;
+        }
+      }
     }
     for (const auto& [read, in] : reads) {
       if (read->text != name) continue;

@@ -340,3 +340,69 @@ def test_a_prange_target_must_be_a_name_and_a_reduction_a_number(runner, tmp_pat
     output = result.stdout + result.stderr
     assert "bad.ppy:6:9: error: a prange loop's target must be a name" in output
     assert "bad.ppy:14:9: error: the prange loop reduces 'items', which must be an int or a float, not object" in output
+
+
+MIN_MAX = '''
+import math
+from ppy import Buffer, prange
+
+
+def float_max_first(a: Buffer[float]) -> float:
+    m = -math.inf
+    for i in prange(len(a)):
+        m = max(m, a[i])
+    return m
+
+
+def float_min_first(a: Buffer[float]) -> float:
+    m = math.inf
+    for i in prange(len(a)):
+        m = min(m, a[i])
+    return m
+
+
+def int_max_second(a: Buffer[int]) -> int:
+    m = -(2**63)
+    for i in prange(len(a)):
+        m = max(a[i], m)
+    return m
+
+
+def float_max_second(a: Buffer[float]) -> float:
+    m = -math.inf
+    for i in prange(len(a)):
+        m = max(a[i], m)
+    return m
+'''
+
+
+def test_a_float_min_or_max_reduction_must_name_the_reduction_first(runner, tmp_path):
+    """Python's max(e, m) keeps the later of 0.0 and -0.0 and restarts after a
+    NaN: chunks' partials cannot combine to that, so ppy refuses it for
+    floats (the function runs as Python), and takes max(m, e), and an int's
+    max(e, m), whose results match the sequential loop at any thread count."""
+    (tmp_path / "minmax.ppy").write_text(MIN_MAX)
+    check = runner.ppy("check", "minmax.ppy", cwd=tmp_path)
+    errors = re.findall(r"^minmax\.ppy:(\d+):\d+: error: (.*)$", check.stdout + check.stderr, re.M)
+    assert [line for line, _ in errors] == ["30"], check.stdout + check.stderr
+    assert errors[0][1].startswith("the prange loop reduces the float 'm' as max(e, m): write max(m, e)")
+    (tmp_path / "main.py").write_text(textwrap.dedent('''\
+        import math
+        import numpy as np
+        import ppy
+        import minmax
+
+        nan = math.nan
+        for values in ([0.0, -0.0], [-0.0, 0.0], [5.0, 6.0, nan, 1.0, 0.5, 7.0], [nan, 1.0, 2.0, nan],
+                       [3.0, -0.0, 0.0, nan, 3.0, -1.0, 2.0, 0.0] * 50):
+            a = np.array(values)
+            print(repr(float(minmax.float_max_first(a))), repr(float(minmax.float_min_first(a))),
+                  repr(float(minmax.float_max_second(a))))
+        print(int(minmax.int_max_second(np.arange(-500, 1000, 3, dtype=np.int64)[::-1].copy())))
+    '''))
+    expected = runner.python(tmp_path / "main.py", cwd=tmp_path, PPY_IMPORT="python")
+    assert expected.returncode == 0, expected.stderr
+    for threads in ("1", "2", "3", "7"):
+        for mode in MODES:
+            result = runner.python(tmp_path / "main.py", cwd=tmp_path, PPY_JIT=mode, PPY_NUM_THREADS=threads)
+            assert result.stdout == expected.stdout, (threads, mode, result.stderr)
