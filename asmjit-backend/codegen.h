@@ -180,11 +180,17 @@ class CodeGen {
         if (StoresInto(in) >= 0) stored_.set(StoresInto(in));
       }
     }
-    // A buffer register another is copied from shares its store length.
-    for (const Instr& in : fn_.code) {
-      if (in.op == Op::MOVE_U && (stored_[in.a] || stored_[in.b])) {
-        stored_.set(in.a);
-        stored_.set(in.b);
+    // A buffer register another is copied from shares its store length, to
+    // a fixed point: copies can chain in any order (`p, q = q, p` copies
+    // through temporaries, after `p = a` copied a parameter).
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Instr& in : fn_.code) {
+        if (in.op == Op::MOVE_U && stored_[in.a] != stored_[in.b]) {
+          stored_.set(in.a);
+          stored_.set(in.b);
+          changed = true;
+        }
       }
     }
     FindCountedLoops();
@@ -2072,6 +2078,20 @@ class CodeGen {
     double value;
     std::memcpy(&value, &constant.bits, sizeof value);
     return value;
+  }
+
+  // The float R[reg] holds when the instruction at pc_ reads it, if known
+  // here: a constant's (FloatConstantOf), or an int constant's that the
+  // instruction just before converted into it, with no jump to pc_ between
+  // (what `x ** 2` compiles to: I2F, then POW_F).
+  std::optional<double> FloatOperandValue(int reg) const {
+    if (auto value = FloatConstantOf(reg)) return value;
+    if (pc_ == 0 || targets_[pc_]) return std::nullopt;
+    const Instr& before = fn_.code[pc_ - 1];
+    if (before.op != Op::I2F || before.a != reg) return std::nullopt;
+    const std::optional<int64_t> integer = ConstantOf(before.b);
+    if (!integer || *integer < -(int64_t{1} << 53) || *integer > (int64_t{1} << 53)) return std::nullopt;
+    return static_cast<double>(*integer);
   }
 
   // Whether 1 / divisor is exact: a power of two whose reciprocal is a
@@ -4914,6 +4934,25 @@ class CodeGen {
       case Op::POW_F: {
         // The fast path of vm/runtime.h's PowFloat: a positive finite base, a
         // finite exponent and a finite result; anything else is CPython's.
+        // With a constant integral exponent (`x ** 2`, `x ** 3.0`) a negative
+        // base is fast too, as CPython's float_pow computes it: pow(-x, y),
+        // negated for an odd y. (Zero and NaN bases still exit: the sign of
+        // -0.0 ** 3 and the errors of 0.0 ** -1 are CPython's to give.)
+        const std::optional<double> exponent = FloatOperandValue(c);
+        if (exponent && std::isfinite(*exponent) && *exponent == std::floor(*exponent)) {
+          Label positive = b_.NewLabel(), done = b_.NewLabel();
+          b_.BranchFloat(FloatCond::kGt, F(bb), Zero(), positive);
+          b_.BranchFloat(FloatCond::kNotLt, F(bb), Zero(), Exit());  // (zero, NaN)
+          Float magnitude = b_.NewFloat();
+          b_.FNeg(magnitude, F(bb));
+          Math2(static_cast<int>(MathFn::POW), a, magnitude, F(c));
+          if (std::fmod(std::fabs(*exponent), 2.0) == 1.0) b_.FNeg(F(a), F(a));
+          b_.Jump(done);
+          b_.Bind(positive);
+          Math2(static_cast<int>(MathFn::POW), a, F(bb), F(c));
+          b_.Bind(done);
+          break;
+        }
         b_.BranchFloat(FloatCond::kNotGt, F(bb), Zero(), Exit());
         Math2(static_cast<int>(MathFn::POW), a, F(bb), F(c));
         break;

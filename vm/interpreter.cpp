@@ -3184,6 +3184,19 @@ grown_int_instruction : {
   }
   NEXT_AFTER_PYTHON;
   CASE(BINARY_O) {
+    // `s += t` and `s = s + t` on exact strs: appended in place when nothing
+    // but this register refers to s (PyUnicode_Append resizes such a str, as
+    // CPython's BINARY_OP_INPLACE_ADD_UNICODE has it do), so that a loop that
+    // builds a string takes linear time, not quadratic. (Not `s += s`: the
+    // resize would move the str it copies from. On an error, MemoryError,
+    // the register is left empty, and the frame ends: compiled code has no
+    // `try`.)
+    if (in.a == in.b && in.a != in.c && (in.d & ~kBinaryInPlace) == static_cast<int>(BinaryOp::ADD) &&
+        PyUnicode_CheckExact(R(in.b).o) && PyUnicode_CheckExact(R(in.c).o)) {
+      PyUnicode_Append(&R(in.a).o, R(in.c).o);
+      if (R(in.a).o == nullptr) goto error;
+      NEXT_AFTER_PYTHON;
+    }
     const bool plain = PURE && IsPlainNumber(R(in.b).o) && IsPlainNumber(R(in.c).o) && ReleaseIsPure(R(in.a).o);
     double result;
     if (FastFloatBinary(in.d, R(in.b).o, R(in.c).o, &result)) {
