@@ -897,6 +897,15 @@ int Lowering::EmitBuiltinCall(const Expr& expr, int target) {
       }
       return Coerce(args[0], Type::Int(), Type::Int(), target);
     case Builtin::kFLOAT: return Coerce(args[0], arg_type, Type::Float(), target);
+    case Builtin::kROUND:
+      // A float's nearest int, ties to even: the math table's ROUND (an int
+      // or a bool rounds to itself as an int).
+      if (arg_type.is_float()) {
+        int dest = Destination(target, Kind::kInt);
+        Emit(Op::MATH_FI, dest, args[0], 0, static_cast<int>(MathFn::ROUND));
+        return dest;
+      }
+      return Coerce(args[0], arg_type, Type::Int(), target);
     case Builtin::kBOOL: {
       int truth = Truth(args[0], arg_type);
       return Coerce(truth, Type::Bool(), Type::Bool(), target);

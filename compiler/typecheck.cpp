@@ -18,7 +18,7 @@ constexpr const char* kBuiltinNames[] = {
 };
 
 // The id of `name` among the builtins with typed forms (PPY_TYPED_BUILTINS:
-// len, int, float, bool, abs, min, max, range), or -1.
+// len, range, int, float, bool, abs, min, max, round, complex), or -1.
 int BuiltinId(const std::string& name) {
   for (size_t i = 0; i < std::size(kBuiltinNames); ++i) {
     if (name == kBuiltinNames[i]) return static_cast<int>(i);
@@ -29,7 +29,7 @@ int BuiltinId(const std::string& name) {
 // The math table entry for `name` called with `arity` arguments, or -1.
 int MathId(const std::string& name, size_t arity) {
   for (int i = 0; i < kMathCount; ++i) {
-    if (name != kMathInfo[i].name) continue;
+    if (name != kMathInfo[i].name || !IsMathModuleFunction(i)) continue;
     size_t expected = kMathInfo[i].shape == MathShape::FF ? 2 : 1;
     if (expected == arity) return i;
   }
@@ -39,7 +39,7 @@ int MathId(const std::string& name, size_t arity) {
 // Whether `name` is a function of the math module that ppy types.
 bool IsMathName(const std::string& name) {
   for (int i = 0; i < kMathCount; ++i) {
-    if (name == kMathInfo[i].name) return true;
+    if (name == kMathInfo[i].name && IsMathModuleFunction(i)) return true;
   }
   return false;
 }
@@ -2235,6 +2235,11 @@ Type FunctionChecker::CheckBuiltinCall(Expr& expr, Builtin builtin) {
       bool numeric = std::all_of(args.begin(), args.end(), [](const Type& t) { return t.is_numeric(); });
       return dynamic(numeric ? MixedNumber(args) : Type::Object());
     }
+    case Builtin::kROUND:
+      // round(x) of a number is an int (the nearest, ties to even, for a
+      // float); round(x, n) is CPython's own.
+      if (plain && arity == 1 && args[0].is_numeric()) return Type::Int();
+      return dynamic(Type::Object());
     case Builtin::kRANGE: return dynamic(Type::Object("range"));
   }
   return dynamic(Type::Object());

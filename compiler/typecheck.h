@@ -31,6 +31,7 @@ namespace ppy {
   X(ABS, "abs")               \
   X(MIN, "min")               \
   X(MAX, "max")               \
+  X(ROUND, "round")           \
   X(COMPLEX, "complex")
 
 enum class Builtin : uint8_t {

@@ -79,7 +79,9 @@ std::string Operand(const ModuleCode& module, const FunctionCode& fn, const Inst
       if (value >= 0 && value < static_cast<int64_t>(module.functions.size())) return module.functions[value]->name;
       return Cat("F", value);
     case Mode::kN: return Cat(value);
-    case Mode::kM: return value >= 0 && value < kMathCount ? Cat("math.", kMathInfo[value].name) : "?";
+    case Mode::kM:
+      if (value < 0 || value >= kMathCount) return "?";
+      return IsMathModuleFunction(value) ? Cat("math.", kMathInfo[value].name) : kMathInfo[value].name;
     case Mode::kY: {
       bool in_place = value >= kBinaryInPlace;
       int64_t op = in_place ? value - kBinaryInPlace : value;

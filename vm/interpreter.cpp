@@ -706,6 +706,7 @@ bool MathToInt(const FunctionCode& code, int pc, int fn, double x, int64_t* out)
   switch (static_cast<MathFn>(fn)) {
     case MathFn::FLOOR: r = std::floor(x); break;
     case MathFn::CEIL: r = std::ceil(x); break;
+    case MathFn::ROUND: r = std::nearbyint(x); break;
     default: r = std::trunc(x); break;
   }
   // math.floor(nan) raises ValueError and math.floor(inf) OverflowError with

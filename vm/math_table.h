@@ -56,9 +56,15 @@ namespace ppy {
   X(FLOOR, "floor", FI, std::floor)    \
   X(CEIL, "ceil", FI, std::ceil)       \
   X(TRUNC, "trunc", FI, std::trunc)    \
+  X(ROUND, "round", FI, std::nearbyint) \
   X(ISNAN, "isnan", FB, nullptr)       \
   X(ISINF, "isinf", FB, nullptr)       \
   X(ISFINITE, "isfinite", FB, nullptr)
+
+// ROUND is the builtin round(x) of a float, not a math function (there is no
+// math.round): the nearest integer, ties to even, as CPython's float.__round__
+// gives (nearbyint rounds so in the default rounding mode, which Python never
+// changes), then int()'s conversion and errors. IsMathModuleFunction says so.
 
 // CPython computes these as one multiplication by a rounded constant.
 inline double MathDegrees(double x) { return x * (180.0 / 3.141592653589793); }
@@ -96,6 +102,9 @@ inline constexpr MathInfo kMathInfo[] = {
 #undef PPY_MATH_INFO
 };
 inline constexpr int kMathCount = sizeof(kMathInfo) / sizeof(kMathInfo[0]);
+
+// Whether table entry `id` is a function of the math module (all but ROUND).
+inline constexpr bool IsMathModuleFunction(int id) { return id != static_cast<int>(MathFn::ROUND); }
 
 // The constants of the math module that typed code folds.
 inline constexpr struct {
