@@ -3879,6 +3879,99 @@ class CodeGen {
     return item;
   }
 
+  // The value of `object`, an exact int, into `dst`, if it has at most two
+  // 30-bit digits (within 2**60, which covers the ints programs keep in
+  // lists); a wider one jumps to `exit`. The digits are read as each
+  // CPython lays them out: `ob_size` on 3.11, `lv_tag` from 3.12.
+  void ReadListInt(const Int& dst, const Int& object, const Label& exit) {
+    Int low = b_.NewInt(), high = b_.NewInt(), zero = b_.NewInt(), size = b_.NewInt();
+    const Label two_digits = b_.NewLabel(), positive = b_.NewLabel(), done = b_.NewLabel();
+    b_.MovImm(zero, 0);
+#if PY_VERSION_HEX >= 0x030C0000
+    // lv_tag: the digit count above 3 bits, the sign below (0 positive,
+    // 1 zero, 2 negative); one digit at most below 2 << 3.
+    constexpr int32_t kDigits = offsetof(PyLongObject, long_value.ob_digit);
+    Int tag = b_.NewInt(), sign = b_.NewInt();
+    b_.LoadInt(tag, object, static_cast<int32_t>(offsetof(PyLongObject, long_value.lv_tag)));
+    b_.LoadElement(ElemType::kU32, low, object, zero, kDigits);
+    b_.BranchIntImm(IntCond::kUge, tag, 2 << 3, two_digits);
+    b_.AndImm(size, tag, 3);
+    b_.MovImm(sign, 1);
+    b_.Sub(sign, sign, size);
+    b_.Mul(dst, sign, low);
+    b_.Jump(done);
+    b_.Bind(two_digits);
+    b_.SarImm(size, tag, 3);
+    b_.BranchIntImm(IntCond::kNe, size, 2, exit);
+    b_.AndImm(tag, tag, 3);  // (0: positive)
+#else
+    // ob_size: the digit count, negative for a negative int.
+    constexpr int32_t kDigits = offsetof(PyLongObject, ob_digit);
+    Int biased = b_.NewInt(), tag = b_.NewInt();
+    b_.LoadInt(size, object, static_cast<int32_t>(offsetof(PyVarObject, ob_size)));
+    b_.LoadElement(ElemType::kU32, low, object, zero, kDigits);
+    b_.AddImm(biased, size, 1);
+    b_.BranchIntImm(IntCond::kUgt, biased, 2, two_digits);
+    b_.Mul(dst, size, low);
+    b_.Jump(done);
+    b_.Bind(two_digits);
+    b_.AddImm(biased, size, 2);
+    b_.BranchIntImm(IntCond::kUgt, biased, 4, exit);  // (-2 or 2 here)
+    b_.SarImm(tag, size, 63);  // (0: positive)
+#endif
+    b_.LoadElement(ElemType::kU32, high, object, zero, kDigits + 4);
+    b_.MulImm(high, high, int32_t{1} << 30);
+    b_.Add(high, high, low);
+    b_.BranchIntImm(IntCond::kEq, tag, 0, positive);
+    b_.Neg(high, high);
+    b_.Bind(positive);
+    b_.Mov(dst, high);
+    b_.Bind(done);
+  }
+
+  // CPython's list iterator (listobject.c's listiterobject; pycore_list.h's
+  // _PyListIterObject from 3.12): the same on 3.11 to 3.13.
+  struct ListIterator {
+    PyObject_HEAD
+    Py_ssize_t it_index;
+    PyListObject* it_seq;  // null once exhausted
+  };
+  struct ListIteratorNext {
+    Int iterator, index, item;
+  };
+
+  // The next item of the list iterator in object register `iter`, in fresh
+  // registers, not taken yet: R[iter] exactly a list iterator with an item
+  // left, the item exactly of `item_type`; anything else jumps to `exit`.
+  // AdvanceListIterator takes it once nothing can exit any more. As
+  // ListItemOrExit, it takes no reference.
+  ListIteratorNext ListIteratorNextOrExit(int iter, PyTypeObject* item_type, const Label& exit) {
+    Int regs = FromSlot(regs_slot_);
+    Int iterator = b_.NewInt(), type = b_.NewInt(), expected = b_.NewInt();
+    b_.LoadInt(iterator, regs, static_cast<int32_t>(iter * sizeof(Value)));
+    b_.LoadInt(type, iterator, static_cast<int32_t>(offsetof(PyObject, ob_type)));
+    b_.MovImm(expected, reinterpret_cast<int64_t>(&PyListIter_Type));
+    b_.BranchInt(IntCond::kNe, type, expected, exit);
+    Int list = b_.NewInt(), index = b_.NewInt(), length = b_.NewInt();
+    b_.LoadInt(list, iterator, static_cast<int32_t>(offsetof(ListIterator, it_seq)));
+    b_.BranchIntImm(IntCond::kEq, list, 0, exit);
+    b_.LoadInt(index, iterator, static_cast<int32_t>(offsetof(ListIterator, it_index)));
+    b_.LoadInt(length, list, static_cast<int32_t>(offsetof(PyVarObject, ob_size)));
+    b_.BranchInt(IntCond::kUge, index, length, exit);
+    Int items = b_.NewInt(), item = b_.NewInt();
+    b_.LoadInt(items, list, static_cast<int32_t>(offsetof(PyListObject, ob_item)));
+    b_.LoadElement(ElemType::kI64, item, items, index, 0);
+    b_.LoadInt(type, item, static_cast<int32_t>(offsetof(PyObject, ob_type)));
+    b_.MovImm(expected, reinterpret_cast<int64_t>(item_type));
+    b_.BranchInt(IntCond::kNe, type, expected, exit);
+    return {iterator, index, item};
+  }
+
+  void AdvanceListIterator(const ListIteratorNext& next) {
+    b_.AddImm(next.index, next.index, 1);
+    b_.StoreInt(next.index, next.iterator, static_cast<int32_t>(offsetof(ListIterator, it_index)));
+  }
+
   // Exits unless `value` converts to a double exactly (|value| <= 2**53).
   void RequireExactDouble(const Int& value) {
     Int shifted = b_.NewInt();
@@ -4639,55 +4732,45 @@ class CodeGen {
       case Op::GETITEM_I_GI: {
         // An unboxed version's int item (vm/unbox.h): R[B] an exact list,
         // R[C] inside it (ListItemOrExit), the item an exact int of at most
-        // two 30-bit digits (within 2**60, which covers the ints programs
-        // keep in lists); anything else leaves for the interpreter, whose
-        // GETITEM_I_GI takes any int within 64 bits, or deoptimizes.
+        // two 30-bit digits (ReadListInt); anything else leaves for the
+        // interpreter, whose GETITEM_I_GI takes any int within 64 bits, or
+        // deoptimizes.
         const Label exit = Exit();
         if (d != 0) ExitUnlessNull(d - 1);
-        Int object = ListItemOrExit(bb, c, &PyLong_Type, exit);
-        Int low = b_.NewInt(), high = b_.NewInt(), zero = b_.NewInt(), size = b_.NewInt();
-        const Label two_digits = b_.NewLabel(), positive = b_.NewLabel(), done = b_.NewLabel();
-        b_.MovImm(zero, 0);
-#if PY_VERSION_HEX >= 0x030C0000
-        // lv_tag: the digit count above 3 bits, the sign below (0 positive,
-        // 1 zero, 2 negative); one digit at most below 2 << 3.
-        constexpr int32_t kDigits = offsetof(PyLongObject, long_value.ob_digit);
-        Int tag = b_.NewInt(), sign = b_.NewInt();
-        b_.LoadInt(tag, object, static_cast<int32_t>(offsetof(PyLongObject, long_value.lv_tag)));
-        b_.LoadElement(ElemType::kU32, low, object, zero, kDigits);
-        b_.BranchIntImm(IntCond::kUge, tag, 2 << 3, two_digits);
-        b_.AndImm(size, tag, 3);
-        b_.MovImm(sign, 1);
-        b_.Sub(sign, sign, size);
-        b_.Mul(I(a), sign, low);
-        b_.Jump(done);
-        b_.Bind(two_digits);
-        b_.SarImm(size, tag, 3);
-        b_.BranchIntImm(IntCond::kNe, size, 2, exit);
-        b_.AndImm(tag, tag, 3);  // (0: positive)
-#else
-        // ob_size: the digit count, negative for a negative int.
-        constexpr int32_t kDigits = offsetof(PyLongObject, ob_digit);
-        Int biased = b_.NewInt(), tag = b_.NewInt();
-        b_.LoadInt(size, object, static_cast<int32_t>(offsetof(PyVarObject, ob_size)));
-        b_.LoadElement(ElemType::kU32, low, object, zero, kDigits);
-        b_.AddImm(biased, size, 1);
-        b_.BranchIntImm(IntCond::kUgt, biased, 2, two_digits);
-        b_.Mul(I(a), size, low);
-        b_.Jump(done);
-        b_.Bind(two_digits);
-        b_.AddImm(biased, size, 2);
-        b_.BranchIntImm(IntCond::kUgt, biased, 4, exit);  // (-2 or 2 here)
-        b_.SarImm(tag, size, 63);  // (0: positive)
-#endif
-        b_.LoadElement(ElemType::kU32, high, object, zero, kDigits + 4);
-        b_.MulImm(high, high, int32_t{1} << 30);
-        b_.Add(high, high, low);
-        b_.BranchIntImm(IntCond::kEq, tag, 0, positive);
-        b_.Neg(high, high);
-        b_.Bind(positive);
-        b_.Mov(I(a), high);
-        b_.Bind(done);
+        ReadListInt(I(a), ListItemOrExit(bb, c, &PyLong_Type, exit), exit);
+        break;
+      }
+      case Op::FOR_ITER_GF:
+      case Op::FOR_ITER_GI: {
+        // An unboxed version's `for x in xs` over an exact list: the next
+        // item read in place and the iterator advanced (ListIteratorNextOrExit),
+        // an exact float, or an int as GETITEM_I_GI reads one. The end of the
+        // list, any other iterator or item leaves for the interpreter (before
+        // the iterator moves), whose
+        // FOR_ITER_GF/GI ends the loop, deoptimizes or goes on as the
+        // iterator does (nothing here has advanced it then).
+        const Label exit = Exit();
+        const bool floats = in.op == Op::FOR_ITER_GF;
+        const ListIteratorNext next = ListIteratorNextOrExit(bb, floats ? &PyFloat_Type : &PyLong_Type, exit);
+        if (floats) {
+          b_.LoadFloat(F(a), next.item, static_cast<int32_t>(offsetof(PyFloatObject, ob_fval)));
+        } else {
+          ReadListInt(I(a), next.item, exit);  // (a wide int leaves before the iterator moves)
+        }
+        AdvanceListIterator(next);
+        break;
+      }
+      case Op::IARITH_UI: {
+        // FARITH_UF's int form: an overflow leaves for the interpreter, whose
+        // IARITH_UI deoptimizes there (R[A] is a fresh register until then).
+        if (d >> 16 != 0) ExitUnlessNull((d >> 16) - 1);
+        Int result = b_.NewInt();
+        switch (static_cast<BinaryOp>(d & 0xff)) {
+          case BinaryOp::ADD: b_.AddChecked(result, I(bb), I(c), Exit()); break;
+          case BinaryOp::SUB: b_.SubChecked(result, I(bb), I(c), Exit()); break;
+          default: b_.MulChecked(result, I(bb), I(c), Exit()); break;
+        }
+        b_.Mov(I(a), result);
         break;
       }
       case Op::FARITH_UF:

@@ -1850,6 +1850,14 @@ bool FloatGuardMetInt(const Instr& in, const Value* regs) {
   }
 }
 
+// Whether machine code may enter the unboxed loop whose head is `head`: a
+// `for` loop's head (FOR_ITER_GF/GI) runs there over a list's iterator only,
+// and over anything else (a tuple, a generator) would leave again at once,
+// every time round.
+inline bool MachineCodeIterates(const Instr& head, const Value* regs) {
+  return (head.op != Op::FOR_ITER_GF && head.op != Op::FOR_ITER_GI) || Py_IS_TYPE(regs[head.b].o, &PyListIter_Type);
+}
+
 // The unboxed code a frame of `fn` may run now, built here if the function
 // is hot and has none: null if there is none worth running. Under the GIL.
 const UnboxedCode* UnboxedCodeFor(const FunctionCode& fn) {
@@ -2219,7 +2227,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
        thousand, since it leaves at the loop's end. */                   \
     if (unboxed != nullptr && unboxed->machine != nullptr && views_contiguous && grown.count == 0 && \
         unboxed->machine->runtime->jit_state.load(std::memory_order_acquire) == JitState::kCompiled && \
-        unboxed->machine->IsJitLoopEntry(target)) {                      \
+        unboxed->machine->IsJitLoopEntry(target) && MachineCodeIterates(unboxed->code[target], regs)) { \
       jit_pc = (target);                                                 \
       jit_fn = unboxed->machine.get();                                   \
       goto enter_jit;                                                    \
@@ -3484,6 +3492,20 @@ store_attr_unboxed : {
     if (in.d != 0) goto unbox_clear;
   }
   NEXT;
+  CASE(IARITH_UI) {
+    const int64_t x = R(in.b).i, y = R(in.c).i;
+    int64_t value;
+    bool overflow;
+    switch (static_cast<BinaryOp>(in.d & 0xff)) {
+      case BinaryOp::ADD: overflow = __builtin_add_overflow(x, y, &value); break;
+      case BinaryOp::SUB: overflow = __builtin_sub_overflow(x, y, &value); break;
+      default: overflow = __builtin_mul_overflow(x, y, &value); break;
+    }
+    if (overflow) goto unbox_deopt;  // (the object code makes the long int)
+    R(in.a).i = value;
+    if (in.d >> 16 != 0) goto unbox_clear;
+  }
+  NEXT;
   CASE(BINARY_UI) {
     int64_t x, y, value;
     if (!IntOperand(R(in.b), in.d & 0x200, &x) || !IntOperand(R(in.c), in.d & 0x400, &y) ||
@@ -3563,7 +3585,10 @@ unbox_result : {
   // object of another of its webs, vm/unbox.cpp): released now, as the
   // object code's write would release it.
 unbox_clear : {
-  const int reg = (in.op == Op::BINARY_UF || in.op == Op::BINARY_UI || in.op == Op::FARITH_UF ? in.d >> 16 : in.d) - 1;
+  const int reg = (in.op == Op::BINARY_UF || in.op == Op::BINARY_UI || in.op == Op::FARITH_UF || in.op == Op::IARITH_UI
+                       ? in.d >> 16
+                       : in.d) -
+                  1;
   PyObject* old = R(reg).o;
   R(reg).o = nullptr;
   const bool plain = PURE && ReleaseIsPure(old);

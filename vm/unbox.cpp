@@ -142,6 +142,10 @@ void OccurrencesAt(const FunctionCode& fn, int pc, uint8_t feedback, std::vector
     case Op::BOX_F: add(in.a, true, true, false, false, Evidence::kFloat); return;
     case Op::BOX_I: add(in.a, true, false, true, false, Evidence::kInt); return;
     case Op::RET_O: add(in.a, false, true, true, false); return;
+    // A typed result or local taken from a dynamic one (`-> float` returning
+    // an accumulator that object code made): a slot is the value itself.
+    case Op::UNBOX_F: add(in.b, false, true, false, false); return;
+    case Op::UNBOX_I: add(in.b, false, false, true, false); return;
     default:
       ForEachRegister(in, [&](int64_t reg, bool reads, bool writes) {
         if (reads) add(static_cast<int>(reg), false, false, false, false);
@@ -375,6 +379,18 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
     }
     return -1;
   };
+  // A web moved into one that takes part in arithmetic takes part too: `for
+  // x in xs` defines the loop's own register (FOR_ITER), moved into x, and
+  // unboxing that web too lets the item be read into a slot (FOR_ITER_GF,
+  // which machine code runs) instead of being guarded at the move.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int pc = 0; pc < n; ++pc) {
+      if (fn.code[pc].op != Op::MOVE_O) continue;
+      const int from = web_at(pc, fn.code[pc].b, false), to = web_at(pc, fn.code[pc].a, true);
+      if (from >= 0 && to >= 0 && arith[to] && !arith[from]) arith[from] = changed = true;
+    }
+  }
   std::vector<char> is_int(num_sites, 0);  // (of a web's root)
   auto unboxed_web = [&](int web) { return web >= 0 && !bad[web] && arith[web] && defined[web]; };
   auto int_web = [&](int web) { return unboxed_web(web) && is_int[web]; };
@@ -612,7 +628,11 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
         const auto binary = static_cast<BinaryOp>(op);
         const uint8_t a = ua ? slot_of(in.a) : in.a, b = ub ? slot_of(in.b) : in.b, c = uc ? slot_of(in.c) : in.c;
         const bool plus_minus_times = binary == BinaryOp::ADD || binary == BinaryOp::SUB || binary == BinaryOp::MUL;
-        if (ints && ua && ub && uc && clear(in.a) == 0) {
+        if (ints && ua && ub && uc && plus_minus_times && clear(in.a) != 0) {
+          // As below, releasing what the register held: FARITH_UF's int form.
+          to = {Op::IARITH_UI, a, b, c, op | clear(in.a) << 16};
+          ++code->guards;
+        } else if (ints && ua && ub && uc && clear(in.a) == 0) {
           // The typed instruction itself: its overflow or division by zero,
           // on a slot, deoptimizes (the interpreter's INT_OVERFLOW; machine
           // code leaves for the interpreter there, as it does to raise).
@@ -700,6 +720,8 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
         break;
       case Op::STORE_ATTR: to = {ints ? Op::STORE_ATTR_UI : Op::STORE_ATTR_UF, in.a, slot_of(in.b), 0, in.d}; break;
       case Op::RET_O: to = {ints ? Op::RET_UI : Op::RET_UF, slot_of(in.a), 0, 0, 0}; break;
+      case Op::UNBOX_F: to = {Op::MOVE_F, in.a, slot_of(in.b), 0, 0}; break;
+      case Op::UNBOX_I: to = {Op::MOVE_I, in.a, slot_of(in.b), 0, 0}; break;
       default: break;  // (no occurrence of another instruction is capable)
     }
   }

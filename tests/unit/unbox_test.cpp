@@ -256,6 +256,65 @@ def count(n: int, wide: int):
   EXPECT_EQ(fn.runtime->unbox_feedback[LastPcOf(fn.code, Op::GETITEM_I)], kUnboxSawInt);
 }
 
+// `for x in xs` over a list of floats, then of ints: machine code reads each
+// item in place and advances the list's iterator (FOR_ITER_GF/GI), and the
+// wrong item halfway leaves it for the interpreter without skipping one.
+TEST_F(Unbox, MachineCodeRunsAForLoopOverAList) {
+  auto compiled = Compile(R"(
+def total(n: int, bad: int):
+    xs = []
+    for i in range(n):
+        xs.append(i * 0.5)
+    if bad >= 0:
+        xs[bad] = 7
+    s = 0.0
+    for x in xs:
+        s += x * 2.0
+    return s
+
+def count(n: int, wide: int):
+    xs = []
+    for i in range(n):
+        xs.append(i * 3)
+    if wide >= 0:
+        xs[wide] = xs[wide] * 2 ** 40
+    s = 0
+    for x in xs:
+        s += x - 1
+    return s
+)");
+  const FunctionCode& total = compiled->function("total");
+  const std::string sum = PythonEval("float(sum(range(5000)))");
+  EXPECT_EQ(Call(*compiled, "total", {IntValue(5000), IntValue(-1)}), sum);
+  EXPECT_EQ(Call(*compiled, "total", {IntValue(5000), IntValue(-1)}), sum);
+  const UnboxedCode* floats = total.runtime->unboxed.load();
+  ASSERT_NE(floats, nullptr);
+  ASSERT_NE(floats->machine, nullptr);
+  EXPECT_EQ(floats->machine->runtime->jit_state.load(), JitState::kCompiled);
+  EXPECT_EQ(Count(floats->machine->code, Op::FOR_ITER_GF), 1);
+  uint64_t entries = total.runtime->jit_entries;
+  EXPECT_EQ(Call(*compiled, "total", {IntValue(5000), IntValue(-1)}), sum);
+  EXPECT_GT(static_cast<uint64_t>(total.runtime->jit_entries), entries);
+  EXPECT_EQ(Call(*compiled, "total", {IntValue(5000), IntValue(4000)}),
+            PythonEval("float(sum(range(5000)) - 4000 + 14)"));
+
+  const FunctionCode& count = compiled->function("count");
+  const std::string plain = PythonEval("sum(i * 3 - 1 for i in range(5000))");
+  for (int call = 0; call < 3; ++call) {  // (the first calls learn the ints)
+    EXPECT_EQ(Call(*compiled, "count", {IntValue(5000), IntValue(-1)}), plain);
+  }
+  const UnboxedCode* ints = count.runtime->unboxed.load();
+  ASSERT_NE(ints, nullptr);
+  ASSERT_NE(ints->machine, nullptr);
+  EXPECT_EQ(Count(ints->machine->code, Op::FOR_ITER_GI), 1);
+  entries = count.runtime->jit_entries;
+  // A wide item halfway leaves machine code before the iterator moves: every
+  // item is counted once.
+  EXPECT_EQ(Call(*compiled, "count", {IntValue(5000), IntValue(2500)}),
+            PythonEval("sum(i * 3 - 1 for i in range(5000)) - 7500 + 7500 * 2 ** 40"));
+  EXPECT_GT(static_cast<uint64_t>(count.runtime->jit_entries), entries);
+}
+
 TEST_F(Unbox, TheVerifierRejectsWhatOnlyTheRunTimeMakes) {
   auto compiled = Compile(kSource);
   ModuleCode& module = *compiled->result.code;
