@@ -29,6 +29,7 @@
 #include <string>
 
 #include "vm/code.h"
+#include "vm/math_table.h"
 #include "vm/status.h"
 
 namespace ppy {
@@ -36,8 +37,9 @@ namespace ppy {
 inline constexpr char kEntryMagic[8] = {'P', 'P', 'Y', 'C', '\0', '\r', '\n', '\x1a'};
 // The entry's format version: a hash of the instruction table (every line of
 // vm/opcodes.def, so that inserting, removing or changing an instruction
-// moves it without anyone remembering to) mixed with kEncodingVersion, which
-// is bumped by hand when the encoding of sections changes.
+// moves it without anyone remembering to) and of the math table (whose ids
+// MATH_* instructions hold), mixed with kEncodingVersion, which is bumped by
+// hand when the encoding of sections changes.
 inline constexpr uint32_t kEncodingVersion = 6;
 inline constexpr char kInstructionTable[] =
 #define PPY_OPCODE(name, a, b, c, d, flags, meaning) #name " " #a " " #b " " #c " " #d " " #flags ";"
@@ -49,7 +51,13 @@ constexpr uint32_t HashOfText(const char* text, uint32_t seed) {
   for (; *text != '\0'; ++text) hash = (hash ^ static_cast<uint8_t>(*text)) * 16777619u;
   return hash;
 }
-inline constexpr uint32_t kBytecodeVersion = HashOfText(kInstructionTable, 2166136261u ^ kEncodingVersion);
+inline constexpr char kMathTableText[] =
+#define PPY_MATH_TEXT(id, name, shape, fn) #id " " name " " #shape ";"
+    PPY_MATH_FUNCTIONS(PPY_MATH_TEXT)
+#undef PPY_MATH_TEXT
+    "";
+inline constexpr uint32_t kBytecodeVersion =
+    HashOfText(kMathTableText, HashOfText(kInstructionTable, 2166136261u ^ kEncodingVersion));
 
 struct EntryHeader {
   uint32_t format = 0;

@@ -62,8 +62,9 @@ TEST(Serialize, BytecodeVersionIsTheHashOfOpcodesDef) {
   }
   EXPECT_EQ(instructions, kOpCount);
   EXPECT_EQ(table, std::string(kInstructionTable));
-  EXPECT_EQ(HashOfText(table.c_str(), 2166136261u ^ kEncodingVersion), kBytecodeVersion)
-      << "kBytecodeVersion must be the hash of vm/opcodes.def";
+  EXPECT_NE(std::string(kMathTableText).find("ROUND round FI;"), std::string::npos) << kMathTableText;
+  EXPECT_EQ(HashOfText(kMathTableText, HashOfText(table.c_str(), 2166136261u ^ kEncodingVersion)), kBytecodeVersion)
+      << "kBytecodeVersion must be the hash of vm/opcodes.def and the math table";
 }
 
 TEST(Serialize, RoundTripsCodeConstantsAndLines) {
