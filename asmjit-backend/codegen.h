@@ -3856,12 +3856,7 @@ class CodeGen {
   // reads the objects and takes no reference (unboxed code runs with the GIL
   // held, and nothing here runs Python code).
   Int ListItemOrExit(int list, int index_reg, PyTypeObject* item_type, const Label& exit) {
-    Int regs = FromSlot(regs_slot_);
-    Int object = b_.NewInt(), type = b_.NewInt(), expected = b_.NewInt();
-    b_.LoadInt(object, regs, static_cast<int32_t>(list * sizeof(Value)));
-    b_.LoadInt(type, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
-    b_.MovImm(expected, reinterpret_cast<int64_t>(&PyList_Type));
-    b_.BranchInt(IntCond::kNe, type, expected, exit);
+    Int object = ObjectOfTypeOrExit(list, &PyList_Type, exit);
     Int length = b_.NewInt(), index = b_.NewInt();
     b_.LoadInt(length, object, static_cast<int32_t>(offsetof(PyVarObject, ob_size)));
     b_.Mov(index, I(index_reg));
@@ -3873,10 +3868,26 @@ class CodeGen {
     Int items = b_.NewInt(), item = b_.NewInt();
     b_.LoadInt(items, object, static_cast<int32_t>(offsetof(PyListObject, ob_item)));
     b_.LoadElement(ElemType::kI64, item, items, index, 0);
-    b_.LoadInt(type, item, static_cast<int32_t>(offsetof(PyObject, ob_type)));
-    b_.MovImm(expected, reinterpret_cast<int64_t>(item_type));
-    b_.BranchInt(IntCond::kNe, type, expected, exit);
+    ExitUnlessType(item, item_type, exit);
     return item;
+  }
+
+  // Jumps to `exit` unless `object`'s type is exactly `type`.
+  void ExitUnlessType(const Int& object, PyTypeObject* type, const Label& exit) {
+    Int actual = b_.NewInt(), expected = b_.NewInt();
+    b_.LoadInt(actual, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
+    b_.MovImm(expected, reinterpret_cast<int64_t>(type));
+    b_.BranchInt(IntCond::kNe, actual, expected, exit);
+  }
+
+  // The object in object register `reg`, in a fresh register, if it is
+  // exactly of `type`; else jumps to `exit`.
+  Int ObjectOfTypeOrExit(int reg, PyTypeObject* type, const Label& exit) {
+    Int regs = FromSlot(regs_slot_);
+    Int object = b_.NewInt();
+    b_.LoadInt(object, regs, static_cast<int32_t>(reg * sizeof(Value)));
+    ExitUnlessType(object, type, exit);
+    return object;
   }
 
   // The value of `object`, an exact int, into `dst`, if it has at most two
@@ -3946,12 +3957,7 @@ class CodeGen {
   // AdvanceListIterator takes it once nothing can exit any more. As
   // ListItemOrExit, it takes no reference.
   ListIteratorNext ListIteratorNextOrExit(int iter, PyTypeObject* item_type, const Label& exit) {
-    Int regs = FromSlot(regs_slot_);
-    Int iterator = b_.NewInt(), type = b_.NewInt(), expected = b_.NewInt();
-    b_.LoadInt(iterator, regs, static_cast<int32_t>(iter * sizeof(Value)));
-    b_.LoadInt(type, iterator, static_cast<int32_t>(offsetof(PyObject, ob_type)));
-    b_.MovImm(expected, reinterpret_cast<int64_t>(&PyListIter_Type));
-    b_.BranchInt(IntCond::kNe, type, expected, exit);
+    Int iterator = ObjectOfTypeOrExit(iter, &PyListIter_Type, exit);
     Int list = b_.NewInt(), index = b_.NewInt(), length = b_.NewInt();
     b_.LoadInt(list, iterator, static_cast<int32_t>(offsetof(ListIterator, it_seq)));
     b_.BranchIntImm(IntCond::kEq, list, 0, exit);
@@ -3961,9 +3967,7 @@ class CodeGen {
     Int items = b_.NewInt(), item = b_.NewInt();
     b_.LoadInt(items, list, static_cast<int32_t>(offsetof(PyListObject, ob_item)));
     b_.LoadElement(ElemType::kI64, item, items, index, 0);
-    b_.LoadInt(type, item, static_cast<int32_t>(offsetof(PyObject, ob_type)));
-    b_.MovImm(expected, reinterpret_cast<int64_t>(item_type));
-    b_.BranchInt(IntCond::kNe, type, expected, exit);
+    ExitUnlessType(item, item_type, exit);
     return {iterator, index, item};
   }
 
