@@ -4749,10 +4749,9 @@ class CodeGen {
         // An unboxed version's `for x in xs` over an exact list: the next
         // item read in place and the iterator advanced (ListIteratorNextOrExit),
         // an exact float, or an int as GETITEM_I_GI reads one. The end of the
-        // list, any other iterator or item leaves for the interpreter (before
-        // the iterator moves), whose
-        // FOR_ITER_GF/GI ends the loop, deoptimizes or goes on as the
-        // iterator does (nothing here has advanced it then).
+        // list, any other iterator or item leaves for the interpreter before
+        // the iterator moves, and its FOR_ITER_GF/GI ends the loop,
+        // deoptimizes or goes on as the iterator does.
         const Label exit = Exit();
         const bool floats = in.op == Op::FOR_ITER_GF;
         const ListIteratorNext next = ListIteratorNextOrExit(bb, floats ? &PyFloat_Type : &PyLong_Type, exit);

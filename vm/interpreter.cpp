@@ -346,16 +346,24 @@ PyObject* ListMethodInPlace(PyObject* method, PyObject* const* args, size_t narg
   return nullptr;
 }
 
-// Whether `object`, of a type with instance values (vm/instance_values.h)
-// whose CALL_METHOD cache `entry` holds, has no attribute `name` of its own:
-// it has no dict, and its class's shared keys lack the name (looked at again
-// whenever they have grown since the entry last did).
-bool InstanceLacks(FunctionRuntime::TypeCacheEntry& entry, PyObject* object, PyObject* name) {
+// Where `entry`'s type (one with instance values, vm/instance_values.h) keeps
+// `name` in its instances' values (value_index, -1 if nowhere), looked up
+// again whenever its shared keys have grown since the entry last did
+// (key_count; -1 before the first look): a name found keeps its place.
+void UpdateValueIndex(FunctionRuntime::TypeCacheEntry& entry, PyObject* name) {
   const Py_ssize_t count = InstanceValueKeyCount(entry.type);
   if (entry.key_count != count) {
     entry.value_index = InstanceValueIndex(entry.type, name);
     entry.key_count = count;
   }
+}
+
+// Whether `object`, of a type with instance values (vm/instance_values.h)
+// whose CALL_METHOD cache `entry` holds, has no attribute `name` of its own:
+// it has no dict, and its class's shared keys lack the name (looked at again
+// whenever they have grown since the entry last did).
+bool InstanceLacks(FunctionRuntime::TypeCacheEntry& entry, PyObject* object, PyObject* name) {
+  UpdateValueIndex(entry, name);
   return entry.value_index < 0 && InstanceValues(object, false) != nullptr;
 }
 
@@ -449,11 +457,7 @@ inline int SetSlot(PyObject* object, PyMemberDef* member, PyObject* value) {
   if (runtime.type_cache == nullptr) runtime.type_cache = std::make_unique<FunctionRuntime::TypeCacheEntry[]>(fn.code.size());
   FunctionRuntime::TypeCacheEntry& entry = runtime.type_cache[pc];
   if (entry.type == type && entry.version_tag == type->tp_version_tag && entry.key_count >= 0) {
-    // The name was missing from the shared keys: look again if they grew.
-    if (entry.key_count != InstanceValueKeyCount(type)) {
-      entry.key_count = InstanceValueKeyCount(type);
-      entry.value_index = InstanceValueIndex(type, name);
-    }
+    UpdateValueIndex(entry, name);  // (the name was missing from the shared keys)
     return &entry;
   }
   PyObject* found = _PyType_Lookup(type, name);  // borrowed; may assign the version tag
@@ -466,8 +470,7 @@ inline int SetSlot(PyObject* object, PyMemberDef* member, PyObject* value) {
   if (found != nullptr) {
     if (Py_IS_TYPE(found, &PyMemberDescr_Type)) entry.found = found;
   } else if (TypeHasInstanceValues(type)) {
-    entry.key_count = InstanceValueKeyCount(type);
-    entry.value_index = InstanceValueIndex(type, name);
+    UpdateValueIndex(entry, name);
   }
   return &entry;
 }
@@ -3585,10 +3588,10 @@ unbox_result : {
   // object of another of its webs, vm/unbox.cpp): released now, as the
   // object code's write would release it.
 unbox_clear : {
-  const int reg = (in.op == Op::BINARY_UF || in.op == Op::BINARY_UI || in.op == Op::FARITH_UF || in.op == Op::IARITH_UI
-                       ? in.d >> 16
-                       : in.d) -
-                  1;
+  // (Arithmetic keeps its operator in D's low bits and the register above.)
+  const bool arithmetic =
+      in.op == Op::BINARY_UF || in.op == Op::BINARY_UI || in.op == Op::FARITH_UF || in.op == Op::IARITH_UI;
+  const int reg = (arithmetic ? in.d >> 16 : in.d) - 1;
   PyObject* old = R(reg).o;
   R(reg).o = nullptr;
   const bool plain = PURE && ReleaseIsPure(old);

@@ -628,11 +628,12 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
         const auto binary = static_cast<BinaryOp>(op);
         const uint8_t a = ua ? slot_of(in.a) : in.a, b = ub ? slot_of(in.b) : in.b, c = uc ? slot_of(in.c) : in.c;
         const bool plus_minus_times = binary == BinaryOp::ADD || binary == BinaryOp::SUB || binary == BinaryOp::MUL;
-        if (ints && ua && ub && uc && plus_minus_times && clear(in.a) != 0) {
+        const int cleared = ua ? clear(in.a) : 0;
+        if (ints && ua && ub && uc && plus_minus_times && cleared != 0) {
           // As below, releasing what the register held: FARITH_UF's int form.
-          to = {Op::IARITH_UI, a, b, c, op | clear(in.a) << 16};
+          to = {Op::IARITH_UI, a, b, c, op | cleared << 16};
           ++code->guards;
-        } else if (ints && ua && ub && uc && clear(in.a) == 0) {
+        } else if (ints && ua && ub && uc && cleared == 0) {
           // The typed instruction itself: its overflow or division by zero,
           // on a slot, deoptimizes (the interpreter's INT_OVERFLOW; machine
           // code leaves for the interpreter there, as it does to raise).
@@ -643,17 +644,17 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
           to = {kTyped[k], a, b, c, 0};  // (IsIntArithmetic: one of those)
           ++code->guards;
         } else if (ints) {
-          to = {Op::BINARY_UI, a, b, c, op | ua << 8 | ub << 9 | uc << 10 | (ua ? clear(in.a) : 0) << 16};
+          to = {Op::BINARY_UI, a, b, c, op | ua << 8 | ub << 9 | uc << 10 | cleared << 16};
           ++code->guards;
         } else if (ua && ub && uc && plus_minus_times) {
           const Op typed = binary == BinaryOp::ADD ? Op::ADD_F : binary == BinaryOp::SUB ? Op::SUB_F : Op::MUL_F;
-          if (const int cleared = clear(in.a); cleared != 0) {
+          if (cleared != 0) {
             to = {Op::FARITH_UF, a, b, c, op | cleared << 16};
           } else {
             to = {typed, a, b, c, 0};
           }
         } else {
-          to = {Op::BINARY_UF, a, b, c, op | ua << 8 | ub << 9 | uc << 10 | (ua ? clear(in.a) : 0) << 16};
+          to = {Op::BINARY_UF, a, b, c, op | ua << 8 | ub << 9 | uc << 10 | cleared << 16};
           ++code->guards;
         }
         break;
