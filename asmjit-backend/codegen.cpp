@@ -50,9 +50,13 @@ std::vector<int32_t> LoopEntries(const FunctionCode& fn) {
   return entries;
 }
 
-bool MachineCodeCanRun(const FunctionCode& fn) {
-  return !fn.code.empty() && (Covers(fn, fn.code[0]) || !LoopEntries(fn).empty());
+bool EntersAtStart(const FunctionCode& fn) {
+  // (Object code often starts with a MOVE_O, which machine code runs: an
+  // entry for that alone would cost each call more than it saves.)
+  return !fn.code.empty() && Covers(fn, fn.code[0]) && fn.code[0].op != Op::MOVE_O;
 }
+
+bool MachineCodeCanRun(const FunctionCode& fn) { return EntersAtStart(fn) || !LoopEntries(fn).empty(); }
 
 // Small enough that running it in place costs less code than the call it
 // replaces, and asmjit's allocator stays quick.

@@ -62,6 +62,11 @@ bool Covers(const FunctionCode& fn, const Instr& in);
 // runs entirely. Sorted.
 std::vector<int32_t> LoopEntries(const FunctionCode& fn);
 
+// Whether a call of `fn` enters its machine code at its first instruction
+// (FunctionRuntime::jit_enters_at_start): one machine code runs, but not a
+// MOVE_O.
+bool EntersAtStart(const FunctionCode& fn);
+
 // Whether the interpreter would ever enter `fn`'s machine code: at its start
 // (covered) or at a loop entry. Code for a function without either (object
 // code) would never run, so none is made (CompileBlob).
@@ -3953,7 +3958,8 @@ class CodeGen {
 
   // The next item of the list iterator in object register `iter`, in fresh
   // registers, not taken yet: R[iter] exactly a list iterator with an item
-  // left, the item exactly of `item_type`; anything else jumps to `exit`.
+  // left, the item exactly of `item_type` (any, for null); anything else
+  // jumps to `exit`.
   // AdvanceListIterator takes it once nothing can exit any more. As
   // ListItemOrExit, it takes no reference.
   ListIteratorNext ListIteratorNextOrExit(int iter, PyTypeObject* item_type, const Label& exit) {
@@ -3967,8 +3973,57 @@ class CodeGen {
     Int items = b_.NewInt(), item = b_.NewInt();
     b_.LoadInt(items, list, static_cast<int32_t>(offsetof(PyListObject, ob_item)));
     b_.LoadElement(ElemType::kI64, item, items, index, 0);
-    ExitUnlessType(item, item_type, exit);
+    if (item_type != nullptr) ExitUnlessType(item, item_type, exit);
     return {iterator, index, item};
+  }
+
+  // Object register moves (MOVE_O, FOR_ITER_L), in two steps so that
+  // nothing has changed when one leaves. First: the object R[reg] holds, in a
+  // fresh register, unless releasing it would free it (its last reference:
+  // its destructor could run any code), which jumps to `exit`.
+  Int ReleasableObjectOrExit(int reg, const Label& exit) {
+    Int old = b_.NewInt();
+    b_.LoadInt(old, FromSlot(regs_slot_), static_cast<int32_t>(reg * sizeof(Value)));
+    const Label unset = b_.NewLabel();
+    b_.BranchIntImm(IntCond::kEq, old, 0, unset);
+    Int count = b_.NewInt();
+    b_.LoadInt(count, old, static_cast<int32_t>(offsetof(PyObject, ob_refcnt)));
+    b_.BranchIntImm(IntCond::kEq, count, 1, exit);
+    b_.Bind(unset);
+    return old;
+  }
+
+  // Then: R[reg] := `object` (null for an unset register where
+  // `may_be_null`), a new reference, and `old` (ReleasableObjectOrExit)
+  // released, as the interpreter's SetObject does.
+  void ReplaceObject(int reg, const Int& old, const Int& object, bool may_be_null) {
+    const Label no_new = b_.NewLabel(), no_old = b_.NewLabel();
+    if (may_be_null) b_.BranchIntImm(IntCond::kEq, object, 0, no_new);
+    AddToReferenceCount(object, 1, no_new);
+    b_.Bind(no_new);
+    b_.BranchIntImm(IntCond::kEq, old, 0, no_old);
+    AddToReferenceCount(old, -1, no_old);
+    b_.Bind(no_old);
+    b_.StoreInt(object, FromSlot(regs_slot_), static_cast<int32_t>(reg * sizeof(Value)));
+  }
+
+  // object->ob_refcnt += delta, as Py_INCREF and Py_DECREF change it (never
+  // to 0 here); from 3.12 an immortal object's count (negative as an int32)
+  // stays as it is: jumps to `done`.
+  void AddToReferenceCount(const Int& object, int32_t delta, const Label& done) {
+    constexpr int32_t kCount = static_cast<int32_t>(offsetof(PyObject, ob_refcnt));
+#if PY_VERSION_HEX >= 0x030C0000
+    Int low = b_.NewInt(), zero = b_.NewInt();
+    b_.MovImm(zero, 0);
+    b_.LoadElement(ElemType::kI32, low, object, zero, kCount);
+    b_.BranchIntImm(IntCond::kLt, low, 0, done);
+#else
+    (void)done;
+#endif
+    Int count = b_.NewInt();
+    b_.LoadInt(count, object, kCount);
+    b_.AddImm(count, count, delta);
+    b_.StoreInt(count, object, kCount);
   }
 
   void AdvanceListIterator(const ListIteratorNext& next) {
@@ -4761,6 +4816,50 @@ class CodeGen {
           ReadListInt(I(a), next.item, exit);  // (a wide int leaves before the iterator moves)
         }
         AdvanceListIterator(next);
+        break;
+      }
+      case Op::FOR_ITER_L: {
+        // The same for an item that stays an object: its reference taken
+        // into R[A], the one R[A] held released (ReplaceObject); where that
+        // would free it, the interpreter's FOR_ITER_L runs instead.
+        const Label exit = Exit();
+        const ListIteratorNext next = ListIteratorNextOrExit(bb, nullptr, exit);
+        Int old = ReleasableObjectOrExit(a, exit);
+        ReplaceObject(a, old, next.item, false);
+        AdvanceListIterator(next);
+        break;
+      }
+      case Op::MOVE_O: {
+        // R[A] := R[B] with the references moved as the interpreter moves
+        // them (ReplaceObject); a release that would free leaves for it.
+        if (a == bb) break;
+        Int object = b_.NewInt();
+        b_.LoadInt(object, FromSlot(regs_slot_), static_cast<int32_t>(bb * sizeof(Value)));
+        Int old = ReleasableObjectOrExit(a, Exit());
+        ReplaceObject(a, old, object, true);
+        break;
+      }
+      case Op::LOAD_ATTR_GF:
+      case Op::LOAD_ATTR_GI: {
+        // An unboxed version's attribute: where the attribute cache of this
+        // pc finds it in place (JitHelpers::attribute_in_place), an exact
+        // float, or an int as GETITEM_I_GI reads one. Anything else leaves
+        // for the interpreter, whose LOAD_ATTR_GF/GI reads it the generic
+        // way or deoptimizes.
+        const Label exit = Exit();
+        Int function = b_.NewInt(), at = b_.NewInt(), object = b_.NewInt();
+        b_.LoadInt(function, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, function)));
+        b_.MovImm(at, pc_);
+        b_.LoadInt(object, FromSlot(regs_slot_), static_cast<int32_t>(bb * sizeof(Value)));
+        Int value = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, attribute_in_place)), {function, at, object});
+        b_.BranchIntImm(IntCond::kEq, value, 0, exit);
+        if (in.op == Op::LOAD_ATTR_GF) {
+          ExitUnlessType(value, &PyFloat_Type, exit);
+          b_.LoadFloat(F(a), value, static_cast<int32_t>(offsetof(PyFloatObject, ob_fval)));
+        } else {
+          ExitUnlessType(value, &PyLong_Type, exit);
+          ReadListInt(I(a), value, exit);
+        }
         break;
       }
       case Op::IARITH_UI: {

@@ -40,6 +40,10 @@ struct JitHelpers {
   // The math table's fast paths (nullptr where CPython computes it itself).
   double (*math1[kMathCount])(double);
   double (*math2[kMathCount])(double, double);
+  // An attribute read in place for LOAD_ATTR_GF/GI (vm/interpreter.h,
+  // AttributeInPlace): the instruction's function (an unboxed version's
+  // machine-code function) and pc, and the object; the value, borrowed, or 0.
+  int64_t (*attribute_in_place)(int64_t function, int64_t pc, int64_t object);
 };
 
 inline int32_t HelperOffset(size_t offset) { return static_cast<int32_t>(offset); }

@@ -107,6 +107,14 @@ int64_t Sum(int64_t data, int64_t count, int64_t elem) {
   }
 }
 
+// LOAD_ATTR_GF/GI's read in place (AttributeInPlace), by the caches of the
+// function whose unboxed version `function` is.
+int64_t AttributeInPlaceFromJit(int64_t function, int64_t pc, int64_t object) {
+  const FunctionCode& fn = *reinterpret_cast<const FunctionCode*>(function);
+  const FunctionCode& frames = fn.unboxed_of != nullptr ? *fn.unboxed_of : fn;
+  return reinterpret_cast<int64_t>(AttributeInPlace(frames, static_cast<int>(pc), reinterpret_cast<PyObject*>(object)));
+}
+
 JitHelpers MakeHelpers() {
   JitHelpers helpers{};
   helpers.check_signals = CheckSignals;
@@ -118,6 +126,7 @@ JitHelpers MakeHelpers() {
   helpers.complex_abs = ComplexAbsOf;
   helpers.fill = Fill;
   helpers.sum = Sum;
+  helpers.attribute_in_place = AttributeInPlaceFromJit;
   for (int i = 0; i < kMathCount; ++i) {
     helpers.math1[i] = kMathInfo[i].fast1;
     helpers.math2[i] = kMathInfo[i].fast2;
@@ -333,7 +342,7 @@ bool InstallBlob(const FunctionCode& fn, FunctionRuntime* runtime, const uint8_t
   runtime->jit_memory = memory;
   runtime->jit_size = mapped;
   runtime->jit_entry = reinterpret_cast<JitFunction>(static_cast<char*>(memory) + entry);
-  runtime->jit_enters_at_start = Covers(fn, fn.code[0]);
+  runtime->jit_enters_at_start = EntersAtStart(fn);
   runtime->jit_loop_entries = LoopEntries(fn);
   if (fn.module != nullptr) MarkInlinedCallees(fn);
   runtime->jit_state.store(JitState::kCompiled, std::memory_order_release);

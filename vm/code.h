@@ -360,6 +360,10 @@ struct FunctionCode {
   std::vector<int32_t> loop_headers;  // targets of back edges, sorted: where machine code can be entered
   // Float registers a frame reserves past `registers` for unboxed code (vm/unbox.h).
   int unbox_slots = 0;
+  // For an unboxed version's machine-code function (UnboxedCode::machine):
+  // the function it is a version of, whose frames run it and whose caches
+  // (type_cache, by pc: the code is the same pc for pc) its machine code reads.
+  const FunctionCode* unboxed_of = nullptr;
 
   // What this process keeps about the function while it runs: counters and
   // machine code. A separate object, so that the code above (what the verifier

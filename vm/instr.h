@@ -107,9 +107,12 @@ inline constexpr std::array<OpInfo, kOpCount> kOpInfo = [] {
   }};
 }();
 
-// Machine code never owns a reference: it has no reference counts to keep
-// (GETITEM_I_GF reads an object without one). An object-mode instruction
-// flagged JIT is a mistake in opcodes.def.
+// Machine code runs no object-mode instruction. It reads objects without
+// taking references (GETITEM_I_GF), and the only references it moves are an
+// object register's (MOVE_O, FOR_ITER_L), which it takes and releases in
+// place, leaving for the interpreter wherever a release would free an object
+// (whose destructor could run any code). An object-mode instruction flagged
+// JIT is a mistake in opcodes.def.
 static_assert([] {
   for (const OpInfo& info : kOpInfo) {
     if ((info.flags & kFlagJit) && (info.flags & kFlagObj)) return false;

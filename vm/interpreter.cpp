@@ -511,6 +511,28 @@ inline PyObject* GetAttribute(const FunctionCode& fn, int pc, PyObject* object, 
   return PyObject_GetAttr(object, name);
 }
 
+}  // namespace
+
+PyObject* AttributeInPlace(const FunctionCode& fn, int pc, PyObject* object) {
+  if (object == nullptr) return nullptr;
+  PyObject* name = fn.objects[fn.code[pc].d];
+  if (const FunctionRuntime::TypeCacheEntry* entry = AttributeEntry(fn, pc, object, name, false)) {
+    if (entry->value_index >= 0) {
+      PyObject** values = InstanceValues(object, false);
+      return values != nullptr ? values[entry->value_index] : nullptr;
+    }
+    if (entry->found != nullptr) {
+      PyMemberDef* member = PlainMember(entry->found, false);
+      if (member != nullptr && member->type == T_OBJECT_EX) {
+        return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(object) + member->offset);
+      }
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+
 // `object.name = value` for the STORE_ATTR at `pc`, the same way: a value
 // replaced in an instance's values array in place (STORE_ATTR_INSTANCE_VALUE;
 // an attribute not set yet takes the generic path, which also keeps the
@@ -1858,7 +1880,8 @@ bool FloatGuardMetInt(const Instr& in, const Value* regs) {
 // and over anything else (a tuple, a generator) would leave again at once,
 // every time round.
 inline bool MachineCodeIterates(const Instr& head, const Value* regs) {
-  return (head.op != Op::FOR_ITER_GF && head.op != Op::FOR_ITER_GI) || Py_IS_TYPE(regs[head.b].o, &PyListIter_Type);
+  return (head.op != Op::FOR_ITER_GF && head.op != Op::FOR_ITER_GI && head.op != Op::FOR_ITER_L) ||
+         Py_IS_TYPE(regs[head.b].o, &PyListIter_Type);
 }
 
 // The unboxed code a frame of `fn` may run now, built here if the function
@@ -3317,14 +3340,16 @@ build_span : {
     SetObject(R(in.a), value);
   }
   NEXT_AFTER_PYTHON;
-  CASE(FOR_ITER) {
-    PyObject* value = PyIter_Next(R(in.b).o);
-    if (value == nullptr) {
-      if (PyErr_Occurred() || !RefreshTorchViews()) goto error;
-      JUMP_TO(in.d);
-    }
-    SetObject(R(in.a), value);
+  CASE(FOR_ITER) goto for_iter_object;
+  CASE(FOR_ITER_L) goto for_iter_object;  // (machine code's form of it, vm/opcodes.def)
+for_iter_object : {
+  PyObject* value = PyIter_Next(R(in.b).o);
+  if (value == nullptr) {
+    if (PyErr_Occurred() || !RefreshTorchViews()) goto error;
+    JUMP_TO(in.d);
   }
+  SetObject(R(in.a), value);
+}
   NEXT_AFTER_PYTHON;
   CASE(UNPACK) {
     PyObject* items[kMaxRegisters];

@@ -36,6 +36,15 @@ bool CallModuleFunction(const FunctionCode& callee, const Value* args, Value* re
 // tag). Under the GIL, after the module's globals are set.
 void WatchGlobals(ModuleCode& module);
 
+// For machine code's LOAD_ATTR_GF/GI: `object`'s attribute named by the
+// attribute instruction at `pc` of `fn` (the function whose frames run it:
+// its type_cache) where the cache finds it in place, a `__slots__` member or
+// a value of the instance's values array: borrowed; null where it does not
+// (another type, a type changed since, a descriptor, an unset attribute, an
+// instance with a dict), and then the interpreter reads it. Runs no Python
+// code and raises nothing; the GIL is held.
+PyObject* AttributeInPlace(const FunctionCode& fn, int pc, PyObject* object);
+
 // The values a value specialization is for, as the trace, `ppy dis --jit
 // --value` and stats() say them: "rows=100, cols=16, flip=True" (registers of
 // fn's parameters, with their values).

@@ -191,6 +191,20 @@ Instr TypedIntBranch(bool jump_if_true, int cmp, uint8_t a, uint8_t b, int32_t t
   }
 }
 
+// The same for two float slots, as the typed float branches, which compare
+// as Python compares floats (NaN included): `a > b` is `b < a`, and `not a <
+// b` is JNLT_F, which a NaN takes.
+Instr TypedFloatBranch(bool jump_if_true, int cmp, uint8_t a, uint8_t b, int32_t target) {
+  switch (cmp) {
+    case Py_LT: return {jump_if_true ? Op::JLT_F : Op::JNLT_F, a, b, 0, target};
+    case Py_LE: return {jump_if_true ? Op::JLE_F : Op::JNLE_F, a, b, 0, target};
+    case Py_GT: return {jump_if_true ? Op::JLT_F : Op::JNLT_F, b, a, 0, target};
+    case Py_GE: return {jump_if_true ? Op::JLE_F : Op::JNLE_F, b, a, 0, target};
+    case Py_EQ: return {jump_if_true ? Op::JEQ_F : Op::JNE_F, a, b, 0, target};
+    default: return {jump_if_true ? Op::JNE_F : Op::JEQ_F, a, b, 0, target};
+  }
+}
+
 // `code` as a function for the machine-code tier (UnboxedCode::machine), if
 // one of its loops has only instructions flagged JIT (what the tier's
 // Covers() decides from, roughly: it refines a few, and a loop it leaves out
@@ -230,6 +244,7 @@ std::unique_ptr<FunctionCode> MachineFunction(const FunctionCode& fn, const Unbo
   machine->after_store = fn.after_store;
   machine->may_have_effects = fn.may_have_effects;
   machine->loop_headers = fn.loop_headers;
+  machine->unboxed_of = &fn;
   return machine;
 }
 
@@ -596,7 +611,12 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
       (occ.def ? defs : uses)[pc] |= uint64_t{1} << slot_for(occ.reg, is_int[web_of(i)]);
       any = true;
     }
-    if (!any) continue;
+    if (!any) {
+      // A `for` whose item stays an object: the form machine code runs over
+      // a list (FOR_ITER_L).
+      if (fn.code[pc].op == Op::FOR_ITER) code->code[pc].op = Op::FOR_ITER_L;
+      continue;
+    }
     const Instr in = fn.code[pc];
     Instr& to = code->code[pc];
     // Whether the instruction works on ints: one of its unboxed webs is an
@@ -671,6 +691,10 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
         const bool ua = read_unboxed[in.a], ub = read_unboxed[in.b];
         if (ints && ua && ub) {
           to = TypedIntBranch(in.op == Op::JT_COMPARE_O, in.c, slot_of(in.a), slot_of(in.b), in.d);
+          break;
+        }
+        if (!ints && ua && ub) {
+          to = TypedFloatBranch(in.op == Op::JT_COMPARE_O, in.c, slot_of(in.a), slot_of(in.b), in.d);
           break;
         }
         const bool jt = in.op == Op::JT_COMPARE_O;

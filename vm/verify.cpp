@@ -407,13 +407,25 @@ class Verifier {
   // frame (vm/prange.h), s being the first pc after its PRANGE_REDUCE data.
   // A chunk's frame holds its caller's object references without owning
   // them, and a chunk must end at the PRANGE_END at D - 1, so:
-  //  * every instruction of [s, D - 1) is flagged JIT (none names an object
-  //    register) and is no return, a call among them returns no object, and
-  //    every jump among them stays in [s, D - 1];
+  //  * every instruction of [s, D - 1) is flagged JIT and names no object
+  //    register (MOVE_O is flagged JIT: machine code moves references, which
+  //    a chunk, running without the GIL, must not), is no return, a call
+  //    among them returns no object, and every jump among them stays in
+  //    [s, D - 1];
   //  * the counter A and the limit B, which each chunk sets, are neither
   //    constants (machine code may take those for immediates) nor the same;
   //  * PRANGE_REDUCE_* follows only a PRANGE or another, with an operation
   //    in range, and PRANGE_END closes a PRANGE and nothing else.
+  static bool NamesObjectRegister(Op op) {
+    const OpInfo& info = InfoOf(op);
+    for (Mode mode : {info.a, info.b, info.c}) {
+      if (mode == Mode::krO || mode == Mode::kwO || mode == Mode::ksO || mode == Mode::ktO || mode == Mode::kcO) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   Status CheckPrangeLoops() {
     const int n = static_cast<int>(fn_.code.size());
     std::vector<bool> closes(n, false);
@@ -438,6 +450,7 @@ class Verifier {
         const uint32_t flags = InfoOf(body.op).flags;
         std::string problem;
         if (!(flags & kFlagJit)) problem = "is not flagged JIT";
+        else if (NamesObjectRegister(body.op)) problem = "names an object register";
         else if ((flags & kFlagEnd) && !(flags & kFlagJump)) problem = "returns";
         else if ((flags & kFlagJump) && (body.d < first || body.d > end)) problem = "jumps out of the loop";
         else if (body.op == Op::CALL_FN && KindOf(module_.functions[body.d]->result) == Kind::kObject) {

@@ -576,11 +576,17 @@ std::unique_ptr<ModuleCode> PrangeSample() {
 TEST(Verifier, AcceptsAPrangeLoop) { EXPECT_EQ(Verify(*PrangeSample()), "ok"); }
 
 TEST(Verifier, RejectsAPrangeLoopThatTouchesObjects) {
-  // A chunk's frame holds its caller's references without owning them.
+  // A chunk's frame holds its caller's references without owning them:
+  // object-mode instructions are not flagged JIT, and MOVE_O, which machine
+  // code runs, moves references (without the GIL, in a chunk).
   auto module = PrangeSample();
+  module->functions[0]->code[7] = {Op::BUILD_LIST, 7, 0, 0, 0};
+  EXPECT_EQ(Verify(*module),
+            "verify f: pc 3 (PRANGE): its parallel loop's instruction at pc 7 (BUILD_LIST) is not flagged JIT");
+  module->functions[0]->code[0] = {Op::BUILD_LIST, 7, 0, 0, 0};  // (r7 assigned before the loop)
   module->functions[0]->code[7] = {Op::MOVE_O, 7, 7, 0, 0};
   EXPECT_EQ(Verify(*module),
-            "verify f: pc 3 (PRANGE): its parallel loop's instruction at pc 7 (MOVE_O) is not flagged JIT");
+            "verify f: pc 3 (PRANGE): its parallel loop's instruction at pc 7 (MOVE_O) names an object register");
 }
 
 TEST(Verifier, RejectsAPrangeLoopThatJumpsOut) {
