@@ -554,6 +554,17 @@ inline int SetAttribute(const FunctionCode& fn, int pc, PyObject* object, PyObje
   return PyObject_SetAttr(object, name, value);
 }
 
+// x + y as a Python int (past 64 bits where it overflows), or null with an
+// exception.
+[[gnu::cold]] PyObject* AddedInt(int64_t x, int64_t y) {
+  PyObject* a = PyLong_FromLongLong(x);
+  PyObject* b = a != nullptr ? PyLong_FromLongLong(y) : nullptr;
+  PyObject* sum = b != nullptr ? PyNumber_Add(a, b) : nullptr;
+  Py_XDECREF(a);
+  Py_XDECREF(b);
+  return sum;
+}
+
 // The position an exact int `index` names in a sequence of `length` items
 // (negative counts from the end), or -1 outside it or for anything else.
 Py_ssize_t FastIndex(PyObject* index, Py_ssize_t length) {
@@ -2936,7 +2947,14 @@ grown_int_instruction : {
     int64_t* element = reinterpret_cast<int64_t*>(view.data) + index * view.strides[0];
     int64_t sum;
     if (__builtin_add_overflow(*element, R(in.c).i, &sum)) {
-      RaiseIntOverflow(fn, PC, "+");
+      // Python's sum, an int past 64 bits, is what the store refuses: the
+      // exporter's own error, after its read-only check.
+      if (view.readonly) {
+        RaiseReadOnly(view);
+      } else if (PyObject* grown = AddedInt(*element, R(in.c).i)) {
+        RaiseGrownElementOverflow(view, grown);
+        Py_DECREF(grown);
+      }
       goto error;
     }
     if (view.readonly) {
