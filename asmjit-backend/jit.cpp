@@ -342,7 +342,7 @@ bool InstallBlob(const FunctionCode& fn, FunctionRuntime* runtime, const uint8_t
   runtime->jit_memory = memory;
   runtime->jit_size = mapped;
   runtime->jit_entry = reinterpret_cast<JitFunction>(static_cast<char*>(memory) + entry);
-  runtime->jit_enters_at_start = EntersAtStart(fn);
+  runtime->jit_enters_at_start.store(EntersAtStart(fn), std::memory_order_relaxed);
   runtime->jit_loop_entries = LoopEntries(fn);
   if (fn.module != nullptr) MarkInlinedCallees(fn);
   runtime->jit_state.store(JitState::kCompiled, std::memory_order_release);

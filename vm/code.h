@@ -230,8 +230,15 @@ struct FunctionRuntime {
   size_t jit_size = 0;
   // Where the interpreter enters it: at the start, and at the heads of loops
   // whose every instruction the machine code runs (a loop that would leave it
-  // on every iteration stays on the interpreter).
-  bool jit_enters_at_start = false;
+  // on every iteration stays on the interpreter). Calls stop entering at the
+  // start when those entries keep leaving at once (vm/interpreter.cpp,
+  // NoteLeftFromStart): start_leaves counts the entries at the start that
+  // left at an instruction machine code never runs, start_returns those that
+  // ran to the end.
+  std::atomic<bool> jit_enters_at_start{false};
+  std::atomic<bool> jit_start_dropped{false};
+  std::atomic<uint32_t> start_leaves{0};
+  std::atomic<uint32_t> start_returns{0};
   std::vector<int32_t> jit_loop_entries;
   // Value specialization (asmjit-backend/jit.cpp, Specialize): what the calls
   // showed of the int parameters in FunctionCode::value_params (unseen, one

@@ -528,7 +528,8 @@ PyObject* ModuleTiers(PyObject* op, PyObject*) {
 // `calls`); `specialization`: None, or (the values it is for, as "cols=16",
 // and the jit entries that entered it); `side exits`: (the jit entries that
 // handed the rest of the call to the interpreter, and the last one's line and
-// instruction, or None and None); `deoptimizations`: None, or
+// instruction, or None and None, and whether calls stopped entering it at
+// the start because those entries kept leaving at once); `deoptimizations`: None, or
 // (how many, and the last one's line and operator).
 PyObject* ModuleStats(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
@@ -556,10 +557,11 @@ PyObject* ModuleStats(PyObject* op, PyObject*) {
     PyObject* exits = nullptr;
     const int exit_pc = runtime.exit_pc.load(std::memory_order_relaxed);
     if (runtime.jit_exits > 0 && exit_pc >= 0 && exit_pc < static_cast<int>(fn->code.size())) {
-      exits = Py_BuildValue("(Kis)", static_cast<unsigned long long>(runtime.jit_exits), fn->LineAt(exit_pc),
-                            std::string(InfoOf(fn->code[exit_pc].op).name).c_str());
+      exits = Py_BuildValue("(KisN)", static_cast<unsigned long long>(runtime.jit_exits), fn->LineAt(exit_pc),
+                            std::string(InfoOf(fn->code[exit_pc].op).name).c_str(),
+                            PyBool_FromLong(runtime.jit_start_dropped.load(std::memory_order_relaxed)));
     } else {
-      exits = Py_BuildValue("(KOO)", static_cast<unsigned long long>(runtime.jit_exits), Py_None, Py_None);
+      exits = Py_BuildValue("(KOOO)", static_cast<unsigned long long>(runtime.jit_exits), Py_None, Py_None, Py_False);
     }
     PyObject* item = nullptr;
     if (special == nullptr || deopts == nullptr || exits == nullptr) {

@@ -822,10 +822,13 @@ bool TierUpAtCall(const FunctionCode& fn) {
   // Compiled and specialized (or found nothing to specialize): no need to
   // sum the call counter's shards.
   const FunctionRuntime& runtime = *fn.runtime;
-  if (runtime.jit_state.load(std::memory_order_acquire) == JitState::kCompiled &&
-      runtime.special_state.load(std::memory_order_relaxed) != JitState::kNone) {
+  const JitState state = runtime.jit_state.load(std::memory_order_acquire);
+  if (state == JitState::kCompiled && runtime.special_state.load(std::memory_order_relaxed) != JitState::kNone) {
     return true;
   }
+  // Nor for code that never runs as machine code (object code, say), or that
+  // another thread is compiling: TierUp would find nothing to do.
+  if (state == JitState::kUnavailable || state == JitState::kCompiling) return false;
   const bool eager = g_tiering.mode == JitMode::kEager;
   const uint64_t calls = fn.runtime->calls;
   // Hot by its calls, or by the back edges its earlier frames ran (each
@@ -927,7 +930,32 @@ inline const ModuleVersions* ModuleVersionsOf(const FunctionCode& fn) {
 inline bool RunsMachineCodeDirectly(const FunctionCode& fn) {
   const FunctionRuntime& runtime = *fn.runtime;
   return fn.scalar_frame && runtime.jit_state.load(std::memory_order_acquire) == JitState::kCompiled &&
-         runtime.special_state.load(std::memory_order_relaxed) != JitState::kNone && runtime.jit_enters_at_start;
+         runtime.special_state.load(std::memory_order_relaxed) != JitState::kNone &&
+         runtime.jit_enters_at_start.load(std::memory_order_relaxed);
+}
+
+// Entries at a function's start (calls) that leave at once, at an
+// instruction machine code never runs (a call of Python code, a list's item
+// taken as an object), cost each call the entry and the exit on top of the
+// interpreter's work: about 120 instructions a call (callgrind, a str
+// function that calls a Python function: 2,458 instructions a call with the
+// entry, 2,336 without). Once 256 such entries outnumber those that ran to
+// the end 8 to 1, calls stop entering there (machine code still runs the
+// function's loops), and `ppy run --trace` says so.
+inline constexpr uint32_t kStartLeavesToDrop = 256;
+
+void NoteLeftFromStart(FunctionRuntime& runtime, bool returned) {
+  // (Counts, not exact under threads: a lost increment only delays the rule.)
+  if (returned) {
+    runtime.start_returns.store(runtime.start_returns.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return;
+  }
+  const uint32_t leaves = runtime.start_leaves.load(std::memory_order_relaxed) + 1;
+  runtime.start_leaves.store(leaves, std::memory_order_relaxed);
+  if (leaves >= kStartLeavesToDrop && leaves / 8 > runtime.start_returns.load(std::memory_order_relaxed)) {
+    runtime.jit_enters_at_start.store(false, std::memory_order_relaxed);
+    runtime.jit_start_dropped.store(true, std::memory_order_relaxed);
+  }
 }
 
 bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result);
@@ -2282,6 +2310,10 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   const FunctionCode* jit_fn = &fn;
   // A prange chunk's error already has this function's frame, at its line.
   bool traced = false;
+  // Whether the machine code last entered was the function's, entered here at
+  // its start (NoteLeftFromStart; a scalar frame that RunMachineCodeFrame
+  // ran, returning without the interpreter, is not counted at all).
+  bool entered_at_start = false;
   if (exit != nullptr) {
     outcome = exit->outcome;
     goto machine_code_left;
@@ -2291,7 +2323,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
       RecordValues(fn, regs);
     }
     if (views_contiguous && TierUpAtCall(fn)) {
-      if (fn.runtime->jit_enters_at_start) goto enter_jit;
+      if (fn.runtime->jit_enters_at_start.load(std::memory_order_relaxed)) goto enter_jit;
       // Machine code that starts at a loop: entered at this frame's first
       // back edge, not after a check interval that a short call never
       // reaches.
@@ -2323,6 +2355,7 @@ enter_jit : {
   if (nogil) ReleaseGilAgain();
   JitCallContext context{g_tiering.helpers, &machine, ModuleVersionsOf(fn)};
   fn.runtime->jit_entries.Bump(nogil);
+  entered_at_start = &machine == &fn && jit_pc == 0;
   JitFunction entry = machine.runtime->jit_entry;
   if (&machine == &fn && fn.runtime->special_state.load(std::memory_order_acquire) == JitState::kCompiled &&
       SpecialMatches(*fn.runtime, regs)) {
@@ -2339,6 +2372,9 @@ machine_code_left : {
     if (left_at >= 0 && left_at < static_cast<int64_t>(fn.after_store.size()) && fn.after_store[left_at]) {
       ++g_effects;
     }
+  }
+  if (entered_at_start && (outcome <= kJitReturned || !HasFlag(code[outcome].op, kFlagJit))) {
+    NoteLeftFromStart(*fn.runtime, outcome <= kJitReturned);
   }
   if (outcome == kJitReturned) {
     ok = true;

@@ -137,10 +137,14 @@ def _summary():
         # overflow). Deoptimizations: an int outgrew 64 bits before the call
         # had any effect, and the function's Python code ran the call instead.
         _emit("summary: side exits (of the jit entries above, those that left for the interpreter) and deoptimizations")
-        for name, (exits, line, instruction), deopts in left:
+        for name, (exits, line, instruction, dropped), deopts in left:
             text = f"  {name:40s} {exits:10d} side exits"
             if line is not None:
                 text += f" (last: line {line}, at {instruction})"
+            if dropped:
+                # Entries at the start that leave at once cost more than
+                # they run (vm/interpreter.cpp, NoteLeftFromStart).
+                text += "; calls no longer enter it at the start: those entries left at once"
             if deopts is not None:
                 count, line, what = deopts
                 reason = ("a module constant that no longer holds its annotated type" if what == "global"

@@ -705,6 +705,53 @@ def test_short_calls_enter_machine_code_at_their_loops(runner, tmp_path):
     assert calls == 20 and 0 < entries < 20, run.stderr
 
 
+LEAVING_CALLS = """\
+def same(a, b):
+    return a == b
+
+
+def check(s: str, t: str, n: int) -> int:
+    i = 1
+    while i <= n:
+        if same(s[i], t[i + 1]):
+            return 7
+        i = i + 1
+    return 0
+
+
+def total(n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += i * 3
+    return s
+"""
+
+LEAVING_CALLS_SCRIPT = """\
+import ppy, leaving
+print(sum(leaving.check("abcd", "xbbd", 1) for _ in range(3000)))
+print(leaving.check("abcdef", "zzzzzzz", 0), leaving.check("abcd", "xbbd", 2))
+print(sum(leaving.total(k % 7) for k in range(3000)))
+"""
+
+
+def test_calls_stop_entering_machine_code_that_leaves_at_once(runner, tmp_path):
+    """check's machine code, entered at its start, leaves at once on every
+    call (its loop calls a Python function): after 256 such entries calls
+    stop entering it there, and --trace says so. total's machine code runs
+    its calls to the end: it keeps being entered."""
+    (tmp_path / "leaving.ppy").write_text(LEAVING_CALLS)
+    run = runner.python("-c", LEAVING_CALLS_SCRIPT, cwd=tmp_path, PPY_TRACE="1")
+    expected = runner.python("-c", LEAVING_CALLS_SCRIPT, cwd=tmp_path, PPY_IMPORT="python")
+    assert run.returncode == 0 and run.stdout == expected.stdout, run.stderr
+    calls, entries = trace_counts(run.stderr, "leaving.check")
+    assert calls == 3002 and 256 <= entries < 400, run.stderr
+    assert re.search(r"leaving\.check\s+\d+ side exits \(last: line 8, at LOAD_GLOBAL\); calls no longer enter it "
+                     r"at the start", run.stderr), run.stderr
+    calls, entries = trace_counts(run.stderr, "leaving.total")
+    assert calls == 3000 and entries > 2500, run.stderr
+    assert "leaving.total" not in run.stderr.split("summary: side exits")[-1].split("summary: unboxed")[0], run.stderr
+
+
 SMALL_CALLS = """\
 def step(x: int, y: int) -> int:
     return x * y + 1
