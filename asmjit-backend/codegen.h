@@ -4845,13 +4845,35 @@ class CodeGen {
         // pc finds it in place (JitHelpers::attribute_in_place), an exact
         // float, or an int as GETITEM_I_GI reads one. Anything else leaves
         // for the interpreter, whose LOAD_ATTR_GF/GI reads it the generic
-        // way or deoptimizes.
-        const Label exit = Exit();
-        Int function = b_.NewInt(), at = b_.NewInt(), object = b_.NewInt();
+        // way or deoptimizes. A `__slots__` member the cache held when this
+        // was compiled is read inline, behind its type and version tag
+        // (CachedSlotMember); another type, or an unset slot, asks the
+        // helper.
+        const Label exit = Exit(), ask = b_.NewLabel(), found = b_.NewLabel();
+        Int object = b_.NewInt(), value = b_.NewInt();
+        b_.LoadInt(object, FromSlot(regs_slot_), static_cast<int32_t>(bb * sizeof(Value)));
+        PyTypeObject* type = nullptr;
+        unsigned int version_tag = 0;
+        Py_ssize_t offset = 0;
+        if (fn_.unboxed_of != nullptr && CachedSlotMember(*fn_.unboxed_of, pc_, &type, &version_tag, &offset)) {
+          Int actual = b_.NewInt(), expected = b_.NewInt(), tag = b_.NewInt(), zero = b_.NewInt();
+          b_.BranchIntImm(IntCond::kEq, object, 0, ask);
+          b_.LoadInt(actual, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
+          b_.MovImm(expected, reinterpret_cast<int64_t>(type));
+          b_.BranchInt(IntCond::kNe, actual, expected, ask);
+          b_.MovImm(zero, 0);
+          b_.LoadElement(ElemType::kU32, tag, actual, zero, static_cast<int32_t>(offsetof(PyTypeObject, tp_version_tag)));
+          b_.BranchIntImm(IntCond::kNe, tag, static_cast<int64_t>(version_tag), ask);
+          b_.LoadInt(value, object, static_cast<int32_t>(offset));
+          b_.BranchIntImm(IntCond::kNe, value, 0, found);
+        }
+        b_.Bind(ask);
+        Int function = b_.NewInt(), at = b_.NewInt();
         b_.LoadInt(function, FromSlot(context_slot_), static_cast<int32_t>(offsetof(JitCallContext, function)));
         b_.MovImm(at, pc_);
-        b_.LoadInt(object, FromSlot(regs_slot_), static_cast<int32_t>(bb * sizeof(Value)));
-        Int value = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, attribute_in_place)), {function, at, object});
+        Int asked = b_.CallIntHelper(Helpers(), HelperOffset(offsetof(JitHelpers, attribute_in_place)), {function, at, object});
+        b_.Mov(value, asked);
+        b_.Bind(found);
         b_.BranchIntImm(IntCond::kEq, value, 0, exit);
         if (in.op == Op::LOAD_ATTR_GF) {
           ExitUnlessType(value, &PyFloat_Type, exit);

@@ -531,6 +531,21 @@ PyObject* AttributeInPlace(const FunctionCode& fn, int pc, PyObject* object) {
   return nullptr;
 }
 
+bool CachedSlotMember(const FunctionCode& fn, int pc, PyTypeObject** type, unsigned int* version_tag,
+                      Py_ssize_t* offset) {
+  const FunctionRuntime::TypeCacheEntry* cache = fn.runtime->type_cache.get();
+  if (cache == nullptr || cache[pc].type == nullptr || cache[pc].found == nullptr || cache[pc].version_tag == 0 ||
+      cache[pc].version_tag != cache[pc].type->tp_version_tag) {
+    return false;
+  }
+  PyMemberDef* member = PlainMember(cache[pc].found, false);
+  if (member == nullptr || member->type != T_OBJECT_EX) return false;
+  *type = cache[pc].type;
+  *version_tag = cache[pc].version_tag;
+  *offset = member->offset;
+  return true;
+}
+
 namespace {
 
 // `object.name = value` for the STORE_ATTR at `pc`, the same way: a value

@@ -45,6 +45,15 @@ void WatchGlobals(ModuleCode& module);
 // code and raises nothing; the GIL is held.
 PyObject* AttributeInPlace(const FunctionCode& fn, int pc, PyObject* object);
 
+// For machine code that reads that attribute without a call: if the cache of
+// the instruction at `pc` of `fn` holds a `__slots__` member of one type (an
+// object at a fixed offset), that type, its version tag and the offset. A
+// type is only compared with, never dereferenced through this pointer: a
+// version tag is never given twice, so an object whose type is at that
+// address and has that tag is of that type as it was.
+bool CachedSlotMember(const FunctionCode& fn, int pc, PyTypeObject** type, unsigned int* version_tag,
+                      Py_ssize_t* offset);
+
 // The values a value specialization is for, as the trace, `ppy dis --jit
 // --value` and stats() say them: "rows=100, cols=16, flip=True" (registers of
 // fn's parameters, with their values).
