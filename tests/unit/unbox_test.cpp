@@ -315,6 +315,62 @@ def count(n: int, wide: int):
   EXPECT_GT(static_cast<uint64_t>(count.runtime->jit_entries), entries);
 }
 
+// `for p in points` over a list of objects whose float attribute is
+// unboxed: machine code moves the loop's references (FOR_ITER_L, MOVE_O) and
+// reads `p.x` in place (LOAD_ATTR_GF: a `__slots__` member inline, an
+// instance's value through the attribute cache); an int halfway leaves it
+// for the interpreter, and the item's references are as CPython keeps them.
+TEST_F(Unbox, MachineCodeRunsALoopOverObjectsAndTheirAttributes) {
+  PyObject* scope = PyDict_New();
+  PyDict_SetItemString(scope, "__builtins__", PyEval_GetBuiltins());
+  PyObject* ran = PyRun_String(R"(
+class S:
+    __slots__ = ("x",)
+    def __init__(self, x):
+        self.x = x
+class D:
+    def __init__(self, x):
+        self.x = x
+slots = [S((i * 37 % 1001) * 0.5) for i in range(3000)]
+plain = [D((i * 41 % 997) * 0.25) for i in range(3000)]
+)", Py_file_input, scope, scope);
+  ASSERT_NE(ran, nullptr);
+  Py_DECREF(ran);
+  for (const char* name : {"slots", "plain"}) {
+    auto compiled = Compile(R"(
+def top(points):
+    best = -1e300
+    for p in points:
+        best = best if best > p.x else p.x
+    return best
+)");
+    const FunctionCode& top = compiled->function("top");
+    PyObject* points = PyDict_GetItemString(scope, name);  // borrowed
+    Value arg;
+    arg.o = points;
+    PyObject* first = PyList_GET_ITEM(points, 0);
+    const Py_ssize_t count_before = Py_REFCNT(first);
+    const std::string expected = std::string(name) == "slots" ? "500.0" : "249.0";
+    for (int call = 0; call < 3; ++call) EXPECT_EQ(Call(*compiled, "top", {arg}), expected) << name;
+    EXPECT_EQ(Py_REFCNT(first), count_before) << name;
+    const UnboxedCode* version = top.runtime->unboxed.load();
+    ASSERT_NE(version, nullptr) << name;
+    ASSERT_NE(version->machine, nullptr) << name;
+    EXPECT_EQ(Count(version->machine->code, Op::FOR_ITER_L), 1);
+    EXPECT_EQ(Count(version->machine->code, Op::LOAD_ATTR_GF), 2);
+    const uint64_t entries = top.runtime->jit_entries;
+    EXPECT_EQ(Call(*compiled, "top", {arg}), expected) << name;
+    EXPECT_GT(static_cast<uint64_t>(top.runtime->jit_entries), entries) << name;
+    // An int halfway: the interpreter reads it (the version's guard fails).
+    PyObject* big = PyLong_FromLong(7000);
+    ASSERT_EQ(PyObject_SetAttrString(PyList_GET_ITEM(points, 1500), "x", big), 0);
+    Py_DECREF(big);
+    EXPECT_EQ(Call(*compiled, "top", {arg}), "7000") << name;
+    EXPECT_EQ(Py_REFCNT(first), count_before) << name;
+  }
+  Py_DECREF(scope);
+}
+
 TEST_F(Unbox, TheVerifierRejectsWhatOnlyTheRunTimeMakes) {
   auto compiled = Compile(kSource);
   ModuleCode& module = *compiled->result.code;
