@@ -22,6 +22,12 @@ bool Covers(const FunctionCode& fn, const Instr& in) {
     case Op::MATH_F:
     case Op::MATH_FI: return kMathInfo[in.d].fast1 != nullptr;
     case Op::MATH_FF: return kMathInfo[in.d].fast2 != nullptr;
+    // A nogil frame runs machine code without the GIL, and moving references
+    // needs it: a @ppy.nogil function's machine code leaves MOVE_O to the
+    // interpreter, which takes the GIL (other functions' machine code that
+    // moves references is not entered by a nogil frame at all:
+    // FunctionCode::moves_objects).
+    case Op::MOVE_O: return !fn.nogil;
     case Op::CALL_FN: {
       // Typed calls with typed results; a callee taking objects goes through
       // the interpreter, which owns reference counts.

@@ -31,8 +31,8 @@ bool IsPrangeOp(Op op) {
 }
 
 // What must run without the GIL, checked on the lowered code, since it is
-// the instructions that say what needs the GIL: those vm/opcodes.def does
-// not flag JIT (every one that touches a Python object among them).
+// the instructions that say what needs the GIL (NeedsGil, vm/instr.h: those
+// vm/opcodes.def does not flag JIT, and those that name object registers).
 //  * A prange loop's body runs on the prange threads, where the verifier
 //    allows only such instructions (vm/verify.cpp): anything else there is
 //    an error, at its line.
@@ -49,7 +49,7 @@ void CheckThreadedCode(const FunctionInfo& info, const FunctionCode& fn, std::ve
     Loc loc = stmt != nullptr ? stmt->loc : Loc{line, 0, line, 0};
     diagnostics->push_back({Severity::kError, loc, message});
   };
-  auto needs_gil = [](const Instr& in) { return !HasFlag(in.op, kFlagJit); };
+  auto needs_gil = [](const Instr& in) { return NeedsGil(in.op); };
   for (int pc = 0; pc < n; ++pc) {
     const Instr& in = fn.code[pc];
     if (in.op != Op::PRANGE) continue;

@@ -367,6 +367,11 @@ struct FunctionCode {
   std::vector<int32_t> loop_headers;  // targets of back edges, sorted: where machine code can be entered
   // Float registers a frame reserves past `registers` for unboxed code (vm/unbox.h).
   int unbox_slots = 0;
+  // Whether machine code for it would move object references (MOVE_O; never
+  // for a @ppy.nogil function, whose machine code leaves them to the
+  // interpreter): then a nogil frame does not enter it (vm/interpreter.cpp,
+  // enter_jit).
+  bool moves_objects = false;
   // For an unboxed version's machine-code function (UnboxedCode::machine):
   // the function it is a version of, whose frames run it and whose caches
   // (type_cache, by pc: the code is the same pc for pc) its machine code reads.

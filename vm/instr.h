@@ -123,6 +123,26 @@ static_assert([] {
 inline const OpInfo& InfoOf(Op op) { return kOpInfo[static_cast<uint8_t>(op)]; }
 inline bool HasFlag(Op op, uint32_t flag) { return (InfoOf(op).flags & flag) != 0; }
 
+// Whether an operand field of `op` names an object register.
+inline constexpr bool NamesObjectRegister(Op op) {
+  const OpInfo& info = kOpInfo[static_cast<uint8_t>(op)];
+  for (Mode mode : {info.a, info.b, info.c}) {
+    if (mode == Mode::krO || mode == Mode::kwO || mode == Mode::ksO || mode == Mode::ktO || mode == Mode::kcO) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether `op` needs the GIL: one machine code does not run, or one that
+// names an object register (MOVE_O, which machine code runs, moves
+// references). The one rule for what a @ppy.nogil frame takes the GIL back
+// for (vm/interpreter.cpp), what its loops may hold (compiler/compile.cpp),
+// and what a prange loop may hold (vm/verify.cpp).
+inline constexpr bool NeedsGil(Op op) {
+  return (kOpInfo[static_cast<uint8_t>(op)].flags & kFlagJit) == 0 || NamesObjectRegister(op);
+}
+
 // The registers one operand field names, from its mode in vm/opcodes.def: one
 // register, a span of them, or none (count 0). The one definition of what a
 // mode means for registers: the verifier's dataflow and the JIT's liveness

@@ -2205,18 +2205,18 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
 #undef PPY_OPCODE
   };
   // In a nogil scope (vm/gil.h) the GIL may be released: every instruction
-  // the machine code does not run (all that touch Python objects, and the
-  // rest of the interpreter-only ones) takes it first, through take_gil.
+  // that needs it (NeedsGil: all that touch Python objects, and the rest of
+  // the interpreter-only ones) takes it first, through take_gil.
   static void* const kNogilDispatch[kOpCount] = {
 #define PPY_OPCODE(name, a, b, c, d, op_flags, meaning) \
-  (kOpInfo[static_cast<int>(Op::name)].flags & kFlagJit) ? &&L_##name : &&take_gil,
+  !NeedsGil(Op::name) ? &&L_##name : &&take_gil,
 #include "vm/opcodes.def"
 #undef PPY_OPCODE
   };
   static void* const kGrownNogilDispatch[kOpCount] = {
 #define PPY_OPCODE(name, a, b, c, d, op_flags, meaning)                                                     \
   NamesIntRegisters(opinfo_detail::a, opinfo_detail::b, opinfo_detail::c, opinfo_detail::d) ? &&grown_int_instruction \
-  : (kOpInfo[static_cast<int>(Op::name)].flags & kFlagJit)                                  ? &&L_##name               \
+  : !NeedsGil(Op::name)                                                                     ? &&L_##name               \
                                                                                             : &&take_gil,
 #include "vm/opcodes.def"
 #undef PPY_OPCODE
@@ -2363,6 +2363,13 @@ take_gil:
   // the function's result, or with an exception raised at a pc.
 enter_jit : {
   const FunctionCode& machine = *std::exchange(jit_fn, &fn);
+  // Machine code runs without the GIL in a nogil scope: code that moves
+  // object references (MOVE_O) stays on the interpreter there, which takes
+  // the GIL for them.
+  if (nogil && machine.moves_objects) {
+    ip = code + jit_pc;
+    goto* dispatch[static_cast<uint8_t>(ip->op)];
+  }
   // The function's machine code runs on the object code's registers.
   if (unboxed != nullptr && &machine == &fn && !leave_unboxed(static_cast<int>(jit_pc))) goto error;
   // Machine code holds no Python object: a nogil thread runs it without the

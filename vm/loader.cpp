@@ -70,6 +70,7 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
     }
     fn->loop_headers.clear();
     fn->may_have_effects = false;
+    fn->moves_objects = false;
     for (const Instr& in : fn->code) {
       if (HasFlag(in.op, kFlagLoop)) fn->loop_headers.push_back(in.d);
       // Machine code runs no object-mode instruction (it leaves them to the
@@ -78,6 +79,9 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
       if (HasFlag(in.op, kFlagStore) || HasFlag(in.op, kFlagObj) || HasFlag(in.op, kFlagCall)) {
         fn->may_have_effects = true;
       }
+      // (A @ppy.nogil function's machine code leaves MOVE_O to the
+      // interpreter: jit::Covers.)
+      if (HasFlag(in.op, kFlagJit) && NamesObjectRegister(in.op) && !fn->nogil) fn->moves_objects = true;
     }
     fn->after_store = ReachedFromStores(*fn);
     fn->unbox_slots = UnboxSlotsOf(*fn);

@@ -245,6 +245,7 @@ std::unique_ptr<FunctionCode> MachineFunction(const FunctionCode& fn, const Unbo
   machine->may_have_effects = fn.may_have_effects;
   machine->loop_headers = fn.loop_headers;
   machine->unboxed_of = &fn;
+  machine->moves_objects = true;  // (never entered by a nogil frame: unboxed code is not)
   return machine;
 }
 

@@ -416,16 +416,6 @@ class Verifier {
   //    constants (machine code may take those for immediates) nor the same;
   //  * PRANGE_REDUCE_* follows only a PRANGE or another, with an operation
   //    in range, and PRANGE_END closes a PRANGE and nothing else.
-  static bool NamesObjectRegister(Op op) {
-    const OpInfo& info = InfoOf(op);
-    for (Mode mode : {info.a, info.b, info.c}) {
-      if (mode == Mode::krO || mode == Mode::kwO || mode == Mode::ksO || mode == Mode::ktO || mode == Mode::kcO) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   Status CheckPrangeLoops() {
     const int n = static_cast<int>(fn_.code.size());
     std::vector<bool> closes(n, false);
