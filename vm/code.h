@@ -274,6 +274,10 @@ struct FunctionRuntime {
     PyTypeObject* type = nullptr;
     unsigned int version_tag = 0;
     PyObject* found = nullptr;  // borrowed from the type's dict
+    // For a load: where `found` is a `__slots__` member holding an object
+    // (T_OBJECT_EX, plain), its offset in the instance, so that machine code
+    // reads it with no pointer to follow (vm/interpreter.h, CachedSlotMember).
+    Py_ssize_t slot_offset = -1;
     Py_ssize_t value_index = -1;
     Py_ssize_t key_count = -1;
   };

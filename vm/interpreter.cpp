@@ -468,7 +468,11 @@ inline int SetSlot(PyObject* object, PyMemberDef* member, PyObject* value) {
   const bool generic = store ? type->tp_setattro == PyObject_GenericSetAttr : type->tp_getattro == PyObject_GenericGetAttr;
   if (!generic) return &entry;
   if (found != nullptr) {
-    if (Py_IS_TYPE(found, &PyMemberDescr_Type)) entry.found = found;
+    if (Py_IS_TYPE(found, &PyMemberDescr_Type)) {
+      entry.found = found;
+      PyMemberDef* member = PlainMember(found, false);
+      if (!store && member != nullptr && member->type == T_OBJECT_EX) entry.slot_offset = member->offset;
+    }
   } else if (TypeHasInstanceValues(type)) {
     UpdateValueIndex(entry, name);
   }
@@ -533,16 +537,16 @@ PyObject* AttributeInPlace(const FunctionCode& fn, int pc, PyObject* object) {
 
 bool CachedSlotMember(const FunctionCode& fn, int pc, PyTypeObject** type, unsigned int* version_tag,
                       Py_ssize_t* offset) {
+  // (Nothing here follows a pointer of the entry: the type may be gone since
+  // it was filled, and then no object has it for a type any more, or one
+  // made since at its address has another tag.)
   const FunctionRuntime::TypeCacheEntry* cache = fn.runtime->type_cache.get();
-  if (cache == nullptr || cache[pc].type == nullptr || cache[pc].found == nullptr || cache[pc].version_tag == 0 ||
-      cache[pc].version_tag != cache[pc].type->tp_version_tag) {
+  if (cache == nullptr || cache[pc].type == nullptr || cache[pc].version_tag == 0 || cache[pc].slot_offset < 0) {
     return false;
   }
-  PyMemberDef* member = PlainMember(cache[pc].found, false);
-  if (member == nullptr || member->type != T_OBJECT_EX) return false;
   *type = cache[pc].type;
   *version_tag = cache[pc].version_tag;
-  *offset = member->offset;
+  *offset = cache[pc].slot_offset;
   return true;
 }
 

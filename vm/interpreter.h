@@ -50,7 +50,8 @@ PyObject* AttributeInPlace(const FunctionCode& fn, int pc, PyObject* object);
 // object at a fixed offset), that type, its version tag and the offset. A
 // type is only compared with, never dereferenced through this pointer: a
 // version tag is never given twice, so an object whose type is at that
-// address and has that tag is of that type as it was.
+// address and has that tag is of that type as it was (and the entry is read
+// without following any pointer of it: the type may be gone).
 bool CachedSlotMember(const FunctionCode& fn, int pc, PyTypeObject** type, unsigned int* version_tag,
                       Py_ssize_t* offset);
 
