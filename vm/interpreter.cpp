@@ -413,18 +413,6 @@ inline PyMemberDef* PlainMember(PyObject* found, bool store) {
   return (member->flags & ~(store ? 0 : READONLY)) == 0 ? member : nullptr;
 }
 
-// `object.member` for a `__slots__` member holding an object (T_OBJECT_EX,
-// what `__slots__` make), read in place as CPython's LOAD_ATTR_SLOT does: a
-// new reference. Any other member goes through PyMember_GetOne, which also
-// raises AttributeError for an unset slot.
-inline PyObject* GetSlot(PyObject* object, PyMemberDef* member) {
-  if (member->type == T_OBJECT_EX) {
-    PyObject* value = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(object) + member->offset);
-    if (value != nullptr) return Py_NewRef(value);
-  }
-  return PyMember_GetOne(reinterpret_cast<const char*>(object), member);
-}
-
 // `object.member = value` in place for T_OBJECT_EX (STORE_ATTR_SLOT), else
 // PyMember_SetOne.
 inline int SetSlot(PyObject* object, PyMemberDef* member, PyObject* value) {
@@ -497,6 +485,20 @@ inline const FunctionRuntime::TypeCacheEntry* AttributeEntry(const FunctionCode&
   return FillAttributeEntry(fn, pc, type, name, store);
 }
 
+// `object`'s attribute where the load's cache `entry` for its type
+// (AttributeEntry) finds it in place: a value of the instance's values
+// array, or a `__slots__` member holding an object (slot_offset), read as
+// CPython's LOAD_ATTR_INSTANCE_VALUE and LOAD_ATTR_SLOT read them; borrowed,
+// or null (not there, or not in place).
+inline PyObject* ValueInPlace(const FunctionRuntime::TypeCacheEntry& entry, PyObject* object) {
+  if (entry.value_index >= 0) {
+    PyObject** values = InstanceValues(object, false);
+    return values != nullptr ? values[entry.value_index] : nullptr;
+  }
+  if (entry.slot_offset >= 0) return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(object) + entry.slot_offset);
+  return nullptr;
+}
+
 // `object.name` (a new reference) for the LOAD_ATTR at `pc`: a `__slots__`
 // member read in place (LOAD_ATTR_SLOT), an instance's value read from its
 // values array (LOAD_ATTR_INSTANCE_VALUE), both as CPython 3.11 specializes
@@ -504,12 +506,13 @@ inline const FunctionRuntime::TypeCacheEntry* AttributeEntry(const FunctionCode&
 // there (an unset attribute: the generic path raises AttributeError).
 inline PyObject* GetAttribute(const FunctionCode& fn, int pc, PyObject* object, PyObject* name) {
   if (const FunctionRuntime::TypeCacheEntry* entry = AttributeEntry(fn, pc, object, name, false)) {
-    if (entry->value_index >= 0) {
-      if (PyObject** values = InstanceValues(object, false)) {
-        if (PyObject* value = values[entry->value_index]) return Py_NewRef(value);
+    if (PyObject* value = ValueInPlace(*entry, object)) return Py_NewRef(value);
+    // Another member (not an object's, or an unset slot): its own getter,
+    // which raises AttributeError for an unset one.
+    if (entry->value_index < 0 && entry->found != nullptr) {
+      if (PyMemberDef* member = PlainMember(entry->found, false)) {
+        return PyMember_GetOne(reinterpret_cast<const char*>(object), member);
       }
-    } else if (entry->found != nullptr) {
-      if (PyMemberDef* member = PlainMember(entry->found, false)) return GetSlot(object, member);
     }
   }
   return PyObject_GetAttr(object, name);
@@ -520,19 +523,8 @@ inline PyObject* GetAttribute(const FunctionCode& fn, int pc, PyObject* object, 
 PyObject* AttributeInPlace(const FunctionCode& fn, int pc, PyObject* object) {
   if (object == nullptr) return nullptr;
   PyObject* name = fn.objects[fn.code[pc].d];
-  if (const FunctionRuntime::TypeCacheEntry* entry = AttributeEntry(fn, pc, object, name, false)) {
-    if (entry->value_index >= 0) {
-      PyObject** values = InstanceValues(object, false);
-      return values != nullptr ? values[entry->value_index] : nullptr;
-    }
-    if (entry->found != nullptr) {
-      PyMemberDef* member = PlainMember(entry->found, false);
-      if (member != nullptr && member->type == T_OBJECT_EX) {
-        return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(object) + member->offset);
-      }
-    }
-  }
-  return nullptr;
+  const FunctionRuntime::TypeCacheEntry* entry = AttributeEntry(fn, pc, object, name, false);
+  return entry != nullptr ? ValueInPlace(*entry, object) : nullptr;
 }
 
 bool CachedSlotMember(const FunctionCode& fn, int pc, PyTypeObject** type, unsigned int* version_tag,
