@@ -3855,13 +3855,27 @@ class CodeGen {
     b_.BranchIntImm(IntCond::kNe, object, 0, Exit());
   }
 
-  // The item R[list][R[index]] of an unboxed version's list read, in a fresh
-  // register: R[list] an exact list, the index inside it (negative from the
-  // end), the item exactly of `item_type`; anything else jumps to `exit`. It
-  // reads the objects and takes no reference (unboxed code runs with the GIL
-  // held, and nothing here runs Python code).
-  Int ListItemOrExit(int list, int index_reg, PyTypeObject* item_type, const Label& exit) {
-    Int object = ObjectOfTypeOrExit(list, &PyList_Type, exit);
+  // The item R[seq][R[index]] of an unboxed version's list or tuple read, in
+  // a fresh register: R[seq] an exact list or tuple, the index inside it
+  // (negative from the end), the item exactly of `item_type`; anything else
+  // jumps to `exit`. A list's items are behind its ob_item pointer, a
+  // tuple's inside the object; both keep their length in ob_size. It reads
+  // the objects and takes no reference (unboxed code runs with the GIL held,
+  // and nothing here runs Python code).
+  Int SequenceItemOrExit(int seq, int index_reg, PyTypeObject* item_type, const Label& exit) {
+    Int object = b_.NewInt(), type = b_.NewInt(), expected = b_.NewInt(), items = b_.NewInt();
+    b_.LoadInt(object, FromSlot(regs_slot_), static_cast<int32_t>(seq * sizeof(Value)));
+    b_.LoadInt(type, object, static_cast<int32_t>(offsetof(PyObject, ob_type)));
+    const Label list = b_.NewLabel(), have_items = b_.NewLabel();
+    b_.MovImm(expected, reinterpret_cast<int64_t>(&PyList_Type));
+    b_.BranchInt(IntCond::kEq, type, expected, list);
+    b_.MovImm(expected, reinterpret_cast<int64_t>(&PyTuple_Type));
+    b_.BranchInt(IntCond::kNe, type, expected, exit);
+    b_.AddImm(items, object, static_cast<int32_t>(offsetof(PyTupleObject, ob_item)));
+    b_.Jump(have_items);
+    b_.Bind(list);
+    b_.LoadInt(items, object, static_cast<int32_t>(offsetof(PyListObject, ob_item)));
+    b_.Bind(have_items);
     Int length = b_.NewInt(), index = b_.NewInt();
     b_.LoadInt(length, object, static_cast<int32_t>(offsetof(PyVarObject, ob_size)));
     b_.Mov(index, I(index_reg));
@@ -3870,8 +3884,7 @@ class CodeGen {
     b_.Add(index, index, length);
     b_.Bind(counted);
     b_.BranchInt(IntCond::kUge, index, length, exit);  // (and below 0)
-    Int items = b_.NewInt(), item = b_.NewInt();
-    b_.LoadInt(items, object, static_cast<int32_t>(offsetof(PyListObject, ob_item)));
+    Int item = b_.NewInt();
     b_.LoadElement(ElemType::kI64, item, items, index, 0);
     ExitUnlessType(item, item_type, exit);
     return item;
@@ -3961,7 +3974,7 @@ class CodeGen {
   // left, the item exactly of `item_type` (any, for null); anything else
   // jumps to `exit`.
   // AdvanceListIterator takes it once nothing can exit any more. As
-  // ListItemOrExit, it takes no reference.
+  // SequenceItemOrExit, it takes no reference.
   ListIteratorNext ListIteratorNextOrExit(int iter, PyTypeObject* item_type, const Label& exit) {
     Int iterator = ObjectOfTypeOrExit(iter, &PyListIter_Type, exit);
     Int list = b_.NewInt(), index = b_.NewInt(), length = b_.NewInt();
@@ -4779,24 +4792,25 @@ class CodeGen {
         b_.Mov(F(a), F(bb));
         break;
       case Op::GETITEM_I_GF: {
-        // An unboxed version's list item (vm/unbox.h): R[B] an exact list,
-        // R[C] inside it (ListItemOrExit), the item an exact float; anything
-        // else leaves for the interpreter, whose GETITEM_I_GF deoptimizes.
+        // An unboxed version's list or tuple item (vm/unbox.h): R[B] an
+        // exact list or tuple, R[C] inside it (SequenceItemOrExit), the item
+        // an exact float; anything else leaves for the interpreter, whose
+        // GETITEM_I_GF deoptimizes.
         const Label exit = Exit();
         if (d != 0) ExitUnlessNull(d - 1);
-        Int object = ListItemOrExit(bb, c, &PyFloat_Type, exit);
+        Int object = SequenceItemOrExit(bb, c, &PyFloat_Type, exit);
         b_.LoadFloat(F(a), object, static_cast<int32_t>(offsetof(PyFloatObject, ob_fval)));
         break;
       }
       case Op::GETITEM_I_GI: {
-        // An unboxed version's int item (vm/unbox.h): R[B] an exact list,
-        // R[C] inside it (ListItemOrExit), the item an exact int of at most
+        // An unboxed version's int item (vm/unbox.h): R[B] an exact list or
+        // tuple, R[C] inside it (SequenceItemOrExit), the item an exact int of at most
         // two 30-bit digits (ReadListInt); anything else leaves for the
         // interpreter, whose GETITEM_I_GI takes any int within 64 bits, or
         // deoptimizes.
         const Label exit = Exit();
         if (d != 0) ExitUnlessNull(d - 1);
-        ReadListInt(I(a), ListItemOrExit(bb, c, &PyLong_Type, exit), exit);
+        ReadListInt(I(a), SequenceItemOrExit(bb, c, &PyLong_Type, exit), exit);
         break;
       }
       case Op::FOR_ITER_GF:

@@ -315,6 +315,63 @@ def count(n: int, wide: int):
   EXPECT_GT(static_cast<uint64_t>(count.runtime->jit_entries), entries);
 }
 
+// A tuple's items by a typed index, floats and then ints: machine code reads
+// them in place as it reads a list's, so one call enters it a few times, not
+// at every back edge (an item it could not read would leave at once, and the
+// next back edge would enter again); an item of another type halfway leaves
+// it for the interpreter.
+TEST_F(Unbox, MachineCodeReadsATuplesItems) {
+  auto compiled = Compile(R"(
+def total(n: int, bad: int):
+    ys = []
+    for i in range(n):
+        ys.append(i * 0.5)
+    if bad >= 0:
+        ys[bad] = 7
+    xs = tuple(ys)
+    s = 0.0
+    for i in range(n):
+        s += xs[i] * 2.0
+    return s
+
+def count(n: int):
+    ys = []
+    for i in range(n):
+        ys.append(i * 3)
+    xs = tuple(ys)
+    s = 0
+    for i in range(n):
+        s += xs[i] - 1
+    return s
+)");
+  const FunctionCode& total = compiled->function("total");
+  const std::string sum = PythonEval("float(sum(range(5000)))");
+  for (int call = 0; call < 2; ++call) EXPECT_EQ(Call(*compiled, "total", {IntValue(5000), IntValue(-1)}), sum);
+  const UnboxedCode* floats = total.runtime->unboxed.load();
+  ASSERT_NE(floats, nullptr);
+  ASSERT_NE(floats->machine, nullptr);
+  EXPECT_EQ(floats->machine->runtime->jit_state.load(), JitState::kCompiled);
+  EXPECT_EQ(Count(floats->machine->code, Op::GETITEM_I_GF), 1);
+  uint64_t entries = total.runtime->jit_entries;
+  EXPECT_EQ(Call(*compiled, "total", {IntValue(5000), IntValue(-1)}), sum);
+  EXPECT_GT(static_cast<uint64_t>(total.runtime->jit_entries), entries);
+  EXPECT_LT(static_cast<uint64_t>(total.runtime->jit_entries), entries + 10);
+  EXPECT_EQ(Call(*compiled, "total", {IntValue(5000), IntValue(4000)}),
+            PythonEval("float(sum(range(5000)) - 4000 + 14)"));
+
+  const FunctionCode& count = compiled->function("count");
+  const std::string plain = PythonEval("sum(i * 3 - 1 for i in range(5000))");
+  for (int call = 0; call < 3; ++call) EXPECT_EQ(Call(*compiled, "count", {IntValue(5000)}), plain);
+  const UnboxedCode* ints = count.runtime->unboxed.load();
+  ASSERT_NE(ints, nullptr);
+  ASSERT_NE(ints->machine, nullptr);
+  EXPECT_EQ(Count(ints->machine->code, Op::GETITEM_I_GI), 1);
+  entries = count.runtime->jit_entries;
+  EXPECT_EQ(Call(*compiled, "count", {IntValue(5000)}), plain);
+  EXPECT_GT(static_cast<uint64_t>(count.runtime->jit_entries), entries);
+  EXPECT_LT(static_cast<uint64_t>(count.runtime->jit_entries), entries + 10);
+}
+
 // `for p in points` over a list of objects whose float attribute is
 // unboxed: machine code moves the loop's references (FOR_ITER_L, MOVE_O) and
 // reads `p.x` in place (LOAD_ATTR_GF: a `__slots__` member inline, an
