@@ -969,7 +969,7 @@ void NoteLeftFromStart(FunctionRuntime& runtime, bool returned) {
   }
 }
 
-bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result);
+[[gnu::always_inline]] inline bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result);
 
 constinit thread_local uintptr_t t_stack_limit PPY_FAST_TLS = 0;
 
@@ -1002,18 +1002,23 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
     PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded (the C stack is nearly full)");
     return false;
   }
-  // In a nogil scope the frame counts its depth on the thread's own state,
-  // with or without the GIL (a frame entered outside one leaves outside it:
-  // scopes end before the calls that began them return).
+  // The frame counts its depth on the thread's state (EnterCompiledFrameOn,
+  // with or without the GIL: a frame entered outside a nogil scope leaves
+  // outside it, as scopes end before the calls that began them return). At
+  // the limit, with the GIL, the C API's own check decides (EnterCompiledFrame:
+  // it raises, or lets CPython's headroom for handling the error through);
+  // either way the same counters move, so the frame leaves by
+  // LeaveCompiledFrameOn. (The C API's check is a call into CPython for
+  // each half, two from 3.12 with the thread state looked up twice.)
   const bool nogil = InNogil();
-  if (__builtin_expect(nogil, 0)) {
-    if (!EnterCompiledFrameNogil(t_gil.own)) {
+  PyThreadState* const thread = nogil ? t_gil.own : PyThreadState_Get();
+  if (__builtin_expect(!EnterCompiledFrameOn(thread), 0)) {
+    if (nogil) {
       TakeGil();
       PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
       return false;
     }
-  } else if (!EnterCompiledFrame()) {
-    return false;
+    if (!EnterCompiledFrame()) return false;
   }
   fn.runtime->calls.Bump(nogil);
   bool ok;
@@ -1026,8 +1031,7 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
   } else {
     ok = Interpret(fn, args, result);
   }
-  if (nogil) LeaveCompiledFrameNogil(t_gil.own);
-  else LeaveCompiledFrame();
+  LeaveCompiledFrameOn(thread);
   return ok;
 }
 
@@ -2076,7 +2080,7 @@ namespace {
 // from where the machine code left, on this frame, as if Execute had
 // entered it (the common call of a small function from Python pays for no
 // interpreter frame).
-bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result) {
+[[gnu::always_inline]] inline bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result) {
   Value* regs = static_cast<Value*>(alloca(FrameBytes(fn)));
   MakeFrame(fn, args, regs);
   FunctionRuntime& runtime = *fn.runtime;

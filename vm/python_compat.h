@@ -81,20 +81,14 @@ inline bool EnterCompiledFrame() {
 #endif
 }
 
-inline void LeaveCompiledFrame() {
-  Py_LeaveRecursiveCall();
-#if PY_VERSION_HEX >= 0x030C0000
-  ++PyThreadState_Get()->py_recursion_remaining;
-#endif
-}
-
-// The same in a nogil scope (vm/gil.h), where the GIL may be released: the
-// C API's guard cannot run then (it reads the current thread state, which a
-// thread without the GIL does not have), so the frame counts on the same
-// counters of `thread`, the calling thread's own state (no other thread
-// writes them). False, with no exception set, when out of depth: the caller
-// takes the GIL to raise.
-inline bool EnterCompiledFrameNogil(PyThreadState* thread) {
+// The same counted on `thread` directly, the calling thread's own state,
+// with or without the GIL: what every compiled frame does first (CallTyped),
+// as the C API's check does when the thread is not at its limit. In a nogil
+// scope the GIL may be released and the C API's guard cannot run (it reads
+// the current thread state, which a thread without the GIL does not have);
+// no other thread writes these counters. False, with no exception set, when
+// out of depth: the caller raises (with the GIL, by EnterCompiledFrame).
+inline bool EnterCompiledFrameOn(PyThreadState* thread) {
 #if PY_VERSION_HEX >= 0x030C0000
   if (thread->py_recursion_remaining <= 0 || thread->c_recursion_remaining <= 0) return false;
   --thread->py_recursion_remaining;
@@ -106,7 +100,7 @@ inline bool EnterCompiledFrameNogil(PyThreadState* thread) {
   return true;
 }
 
-inline void LeaveCompiledFrameNogil(PyThreadState* thread) {
+inline void LeaveCompiledFrameOn(PyThreadState* thread) {
 #if PY_VERSION_HEX >= 0x030C0000
   ++thread->c_recursion_remaining;
   ++thread->py_recursion_remaining;
