@@ -136,7 +136,10 @@ bool MostlyObjectWork(const FunctionCode& fn) {
     }
     if (counted_guard[pc]) continue;
     // A subscript by a typed int counts with the typed work: a list or tuple
-    // item is read without the int object CPython makes for it.
+    // item is read without the int object CPython makes for it. (A store by
+    // one, SETITEM_I, saves the same int object but counts as object work
+    // until measured: it is new, and a function it tipped would compile
+    // where it ran as Python.)
     (HasFlag(op, kFlagObj) && op != Op::GETITEM_I ? object : typed) += weight;
   }
   return object > 0 && typed * 5 < object;

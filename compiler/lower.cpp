@@ -1679,6 +1679,10 @@ void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
       if (base.type.is_buffer() && !target.type.is_object()) {
         int buffer = ValueOf(base);
         StoreElement(buffer, base.type, index, value, value_type);
+      } else if (index.type.is_int()) {  // (a typed int: SETITEM_I, as EmitSubscript's GETITEM_I)
+        int object = ObjectValue(base);
+        int key = ValueOf(index);
+        Emit(Op::SETITEM_I, object, key, Coerce(value, value_type, Type::Object()));
       } else {
         int object = ObjectValue(base);
         int key = ObjectValue(index);
@@ -1766,13 +1770,15 @@ void Lowering::AugAssign(const Stmt& stmt) {
         int combined = EmitArithmetic(op, current, element, right, value.type, result, -1, result.is_object());
         StoreElementAt(buffer, base.type, position, combined, result);
       } else {
+        // (A typed int index: read and stored by it, GETITEM_I and SETITEM_I.)
         int object = ObjectValue(base);
-        int key = ObjectValue(index);
+        const bool int_key = index.type.is_int();
+        int key = int_key ? ValueOf(index) : ObjectValue(index);
         int current = Temp(Kind::kObject);
-        Emit(Op::GETITEM, current, object, key);
+        Emit(int_key ? Op::GETITEM_I : Op::GETITEM, current, object, key);
         int right = ObjectValue(value);
         int combined = EmitArithmetic(op, current, Type::Object(), right, Type::Object(), Type::Object(), current, true);
-        Emit(Op::SETITEM, object, key, combined);
+        Emit(int_key ? Op::SETITEM_I : Op::SETITEM, object, key, combined);
       }
       break;
     }

@@ -593,6 +593,26 @@ inline PyObject** ListItemAt(PyObject* list, PyObject* index) {
   return i >= 0 ? reinterpret_cast<PyListObject*>(list)->ob_item + i : nullptr;
 }
 
+// Where list[i] is for an exact list and a machine int inside it (negative
+// counts from the end), or null.
+inline PyObject** ListItemAtIndex(PyObject* list, int64_t i) {
+  if (!PyList_CheckExact(list)) return nullptr;
+  const Py_ssize_t length = PyList_GET_SIZE(list);
+  if (i < 0) i += length;
+  return i >= 0 && i < length ? reinterpret_cast<PyListObject*>(list)->ob_item + i : nullptr;
+}
+
+// container[i] = value (borrowed) for a machine int i that ListItemAtIndex
+// did not place: the int boxed, as CPython's store would have it. False with
+// the exception set.
+bool SetItemAtIndex(PyObject* container, int64_t i, PyObject* value) {
+  PyObject* key = PyLong_FromLongLong(i);
+  if (key == nullptr) return false;
+  const int stored = PyObject_SetItem(container, key, value);
+  Py_DECREF(key);
+  return stored == 0;
+}
+
 // Where container[i] is for an exact list or tuple and a machine int inside
 // it (negative counts from the end), or null.
 inline PyObject** ItemAt(PyObject* container, int64_t i) {
@@ -1739,6 +1759,12 @@ bool GrownIntStep(const FunctionCode& fn, Value* regs, GrownInts& grown, const I
       if (value == nullptr) return false;
       SetObject(regs[in.a], value);
       return true;
+    }
+    case Op::SETITEM_I: {  // (the same for a store)
+      PyObject* key = object(in.b);
+      const int stored = key ? PyObject_SetItem(regs[in.a].o, key, regs[in.c].o) : -1;
+      Py_XDECREF(key);
+      return stored == 0;
     }
     default: {
       // An index or an element: ints that must fit 64 bits, where CPython
@@ -3294,6 +3320,18 @@ grown_int_instruction : {
     if (PyObject_SetItem(R(in.a).o, R(in.b).o, R(in.c).o) < 0) goto error;
   }
   NEXT_AFTER_PYTHON;
+  CASE(SETITEM_I) {
+    // A typed int index, as GETITEM_I's: an exact list's item needs no int
+    // object; anything else gets the int, boxed.
+    if (PyObject** item = ListItemAtIndex(R(in.a).o, R(in.b).i)) {
+      PyObject* old = *item;
+      *item = Py_NewRef(R(in.c).o);
+      Py_DECREF(old);
+      NEXT_AFTER_PYTHON;  // a store other code sees
+    }
+    if (!SetItemAtIndex(R(in.a).o, R(in.b).i, R(in.c).o)) goto error;
+  }
+  NEXT_AFTER_PYTHON;
   CASE(BINARY_O) {
     // `s += t` and `s = s + t` on exact strs: appended in place when nothing
     // but this register refers to s (PyUnicode_Append resizes such a str, as
@@ -3538,6 +3576,18 @@ compare_branch_unboxed : {
     if (stored < 0) goto error;
   }
   NEXT_AFTER_PYTHON;
+  CASE(SETITEM_I_UF) {
+    if (PyObject** item = ListItemAtIndex(R(in.a).o, R(in.b).i)) {
+      if (!StoreFloat(*item, R(in.c).f)) goto error;
+      NEXT_AFTER_PYTHON;  // a store other code sees
+    }
+    PyObject* boxed = PyFloat_FromDouble(R(in.c).f);
+    if (boxed == nullptr) goto error;
+    const bool stored = SetItemAtIndex(R(in.a).o, R(in.b).i, boxed);
+    Py_DECREF(boxed);
+    if (!stored) goto error;
+  }
+  NEXT_AFTER_PYTHON;
   // The forms below serve float and int slots alike (the _UI and _GI ones
   // jump here): a slot leaves boxed by its kind, and unbox_result checks a
   // value by the kind of the slot it is for.
@@ -3654,6 +3704,20 @@ compare_branch_unboxed_int : {
     const int stored = PyObject_SetItem(R(in.a).o, R(in.b).o, boxed);
     Py_DECREF(boxed);
     if (stored < 0) goto error;
+  }
+  NEXT_AFTER_PYTHON;
+  CASE(SETITEM_I_UI) {
+    PyObject* boxed = PyLong_FromLongLong(R(in.c).i);
+    if (boxed == nullptr) goto error;
+    if (PyObject** item = ListItemAtIndex(R(in.a).o, R(in.b).i)) {
+      PyObject* old = *item;
+      *item = boxed;
+      Py_DECREF(old);
+      NEXT_AFTER_PYTHON;  // a store other code sees
+    }
+    const bool stored = SetItemAtIndex(R(in.a).o, R(in.b).i, boxed);
+    Py_DECREF(boxed);
+    if (!stored) goto error;
   }
   NEXT_AFTER_PYTHON;
 

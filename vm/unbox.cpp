@@ -119,6 +119,10 @@ void OccurrencesAt(const FunctionCode& fn, int pc, uint8_t feedback, std::vector
       add(in.b, false, false, false, false);
       add(in.c, false, true, true, false);
       return;
+    case Op::SETITEM_I:  // (its index a typed int already)
+      add(in.a, false, false, false, false);
+      add(in.c, false, true, true, false);
+      return;
     case Op::MOVE_O: {
       Evidence evidence = seen;
       if (PyObject* object = ObjectConstant(fn, in.b)) {
@@ -722,6 +726,7 @@ std::unique_ptr<UnboxedCode> BuildUnboxedCode(const FunctionCode& fn, const std:
         break;
       }
       case Op::SETITEM: to = {ints ? Op::SETITEM_UI : Op::SETITEM_UF, in.a, in.b, slot_of(in.c), 0}; break;
+      case Op::SETITEM_I: to = {ints ? Op::SETITEM_I_UI : Op::SETITEM_I_UF, in.a, in.b, slot_of(in.c), 0}; break;
       case Op::MOVE_O: {
         const bool ua = written_unboxed[in.a], ub = read_unboxed[in.b];
         if (ua && ub && !(constant_slot[in.b] && clear(in.a) != 0)) {

@@ -372,6 +372,50 @@ def count(n: int):
   EXPECT_LT(static_cast<uint64_t>(count.runtime->jit_entries), entries + 10);
 }
 
+// A store by a typed index (SETITEM_I) of a value that has only been a float
+// or an int: the unboxed version stores the slot (SETITEM_I_UF/UI; a float
+// only the list holds is written over in place), and a value of another type
+// halfway is stored as it is.
+TEST_F(Unbox, StoresByATypedIndexTakeTheSlot) {
+  auto compiled = Compile(R"(
+def doubled(n: int, bad: int):
+    src = []
+    for i in range(n):
+        src.append(i * 0.5)
+    if bad >= 0:
+        src[bad] = 7
+    xs = [0.0] * n
+    for i in range(n):
+        xs[i] = src[i] * 2.0
+    return sum(xs), type(xs[bad]).__name__
+
+def bumped(n: int):
+    src = list(range(n))
+    xs = [0] * n
+    for i in range(n):
+        xs[i] = src[i] + 1
+    return sum(xs)
+)");
+  const FunctionCode& doubled = compiled->function("doubled");
+  EXPECT_EQ(Count(doubled.code, Op::SETITEM_I), 2);
+  const std::string expected = PythonEval("(float(sum(range(3000))), 'float')");
+  for (int call = 0; call < 2; ++call) {
+    EXPECT_EQ(Call(*compiled, "doubled", {IntValue(3000), IntValue(-1)}), expected);
+  }
+  const UnboxedCode* floats = doubled.runtime->unboxed.load();
+  ASSERT_NE(floats, nullptr);
+  EXPECT_EQ(Count(floats->code, Op::SETITEM_I_UF), 1);
+  EXPECT_EQ(Call(*compiled, "doubled", {IntValue(3000), IntValue(2000)}),
+            PythonEval("(float(sum(range(3000))) - 2000.0 + 14, 'float')"));  // (7 * 2.0)
+
+  const FunctionCode& bumped = compiled->function("bumped");
+  const std::string ints = PythonEval("sum(range(1, 3001))");
+  for (int call = 0; call < 3; ++call) EXPECT_EQ(Call(*compiled, "bumped", {IntValue(3000)}), ints);
+  const UnboxedCode* version = bumped.runtime->unboxed.load();
+  ASSERT_NE(version, nullptr);
+  EXPECT_EQ(Count(version->code, Op::SETITEM_I_UI), 1);
+}
+
 // `for p in points` over a list of objects whose float attribute is
 // unboxed: machine code moves the loop's references (FOR_ITER_L, MOVE_O) and
 // reads `p.x` in place (LOAD_ATTR_GF: a `__slots__` member inline, an
