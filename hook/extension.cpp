@@ -305,7 +305,37 @@ PyObject* JitMode(PyObject*, PyObject*) {
   }
 }
 
+// exec_main(code, namespace): runs a file's module code as `python FILE` runs
+// it, at the top of the thread's recursion count. `ppy run` reaches the
+// module through its launcher's frames (runpy, the command line, the hook:
+// about ten), which CPython's count would charge to the program, so that a
+// recursion met the limit that many frames sooner than under `python FILE`.
+// The count they took is given back for the run and taken again after it; a
+// limit the program sets meanwhile keeps the difference (sys.setrecursionlimit
+// keeps each thread's depth as the count says it).
+PyObject* ExecMain(PyObject*, PyObject* args) {
+  PyObject *code, *namespace_;
+  if (!PyArg_ParseTuple(args, "O!O!:exec_main", &PyCode_Type, &code, &PyDict_Type, &namespace_)) return nullptr;
+  PyThreadState* thread = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x030C0000
+  const int taken = thread->py_recursion_limit - thread->py_recursion_remaining;
+  thread->py_recursion_remaining += taken;
+#else
+  const int taken = thread->recursion_limit - thread->recursion_remaining;
+  thread->recursion_remaining += taken;
+#endif
+  PyObject* result = PyEval_EvalCode(code, namespace_, namespace_);
+#if PY_VERSION_HEX >= 0x030C0000
+  thread->py_recursion_remaining -= taken;
+#else
+  thread->recursion_remaining -= taken;
+#endif
+  return result;
+}
+
 PyMethodDef kMethods[] = {
+    {"exec_main", ExecMain, METH_VARARGS,
+     "exec_main(code, namespace): exec() at the top of the recursion count, as `python FILE` runs a file"},
     {"jit_build", JitBuild, METH_VARARGS, "jit_build(compiled_module, ppy_version, key) -> bytes"},
     {"jit_load", JitLoad, METH_VARARGS, "jit_load(compiled_module, data, ppy_version, key) -> functions mapped"},
     {"jit_wait", JitWait, METH_VARARGS, "jit_wait(compiled_module, code_path, lock_path, ppy_version, key)"},

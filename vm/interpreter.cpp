@@ -1025,20 +1025,19 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
   // The frame counts its depth on the thread's state (EnterCompiledFrameOn,
   // with or without the GIL: a frame entered outside a nogil scope leaves
   // outside it, as scopes end before the calls that began them return). At
-  // the limit, with the GIL, the C API's own check decides (EnterCompiledFrame:
-  // it raises, or lets CPython's headroom for handling the error through);
-  // either way the same counters move, so the frame leaves by
-  // LeaveCompiledFrameOn. (The C API's check is a call into CPython for
-  // each half, two from 3.12 with the thread state looked up twice.)
+  // the limit, with the GIL, EnterCompiledFrameAtLimit decides as CPython
+  // would for a Python frame. (Not the C API's Py_EnterRecursiveCall: a
+  // call into CPython for each half, and from 3.12 a C-call counter that
+  // Python frames do not take.)
   const bool nogil = InNogil();
   PyThreadState* const thread = nogil ? t_gil.own : PyThreadState_Get();
   if (__builtin_expect(!EnterCompiledFrameOn(thread), 0)) {
+    TakeGil();
     if (nogil) {
-      TakeGil();
       PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
       return false;
     }
-    if (!EnterCompiledFrame()) return false;
+    if (!EnterCompiledFrameAtLimit(thread)) return false;
   }
   fn.runtime->calls.Bump(nogil);
   bool ok;
@@ -1306,6 +1305,19 @@ bool IsPureBuiltinCall(const FunctionCode& fn, const Value* span, int count) {
     if (std::strcmp(name, pure) == 0) return true;
   }
   return false;
+}
+
+// Whether `callable` is the builtin len(). CPython 3.11+ specializes a call
+// of it to PyObject_Length (PRECALL_NO_KW_LEN, 3.12's CALL_NO_KW_LEN), which
+// makes no C call and so no recursion check; CALL_O does the same, so that
+// a recursion meets the limit where CPython's does (at the next frame, with
+// its message, not in len's call with " while calling a Python object").
+bool IsBuiltinLen(PyObject* callable) {
+  static const PyCFunction len = [] {
+    PyObject* found = PyDict_GetItemString(PyEval_GetBuiltins(), "len");  // borrowed
+    return found != nullptr && PyCFunction_Check(found) ? PyCFunction_GET_FUNCTION(found) : nullptr;
+  }();
+  return PyCFunction_Check(callable) && len != nullptr && PyCFunction_GET_FUNCTION(callable) == len;
 }
 
 // The views a frame borrows for its Buffer-annotated locals (BORROW_U), each
@@ -3403,6 +3415,13 @@ compare_branch : {
   }
   NEXT_AFTER_PYTHON;
   CASE(CALL_O) {
+    if (in.c == 1 && IsBuiltinLen(R(in.b).o)) {
+      const Py_ssize_t length = PyObject_Length(R(in.b + 1).o);
+      PyObject* value = length >= 0 ? PyLong_FromSsize_t(length) : nullptr;
+      if (value == nullptr) goto error;
+      SetObject(R(in.a), value);
+      NEXT_AFTER_PYTHON;  // (a __len__ may run any code)
+    }
     const bool plain = PURE && IsPureBuiltinCall(fn, &R(in.b), in.c) && ReleaseIsPure(R(in.a).o);
     PyObject* value = PyObject_Vectorcall(R(in.b).o, reinterpret_cast<PyObject* const*>(&R(in.b + 1)),
                                           in.c, nullptr);

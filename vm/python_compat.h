@@ -57,42 +57,22 @@ inline bool IsFinalizing() {
 }
 
 // A call of a compiled function counts against the recursion limit as a call
-// of the Python function would. Up to 3.11 one counter served Python and C
-// calls (Py_EnterRecursiveCall); from 3.12 Python frames have their own,
-// sys.getrecursionlimit()'s, and Py_EnterRecursiveCall guards only the C stack
-// with a fixed limit. A compiled frame is both: it takes one of each, so deep
-// typed recursion raises RecursionError where Python's would, and never runs
-// the C stack out first. False with RecursionError set. The GIL is held.
-inline bool EnterCompiledFrame() {
-#if PY_VERSION_HEX >= 0x030C0000
-  PyThreadState* thread = PyThreadState_Get();
-  if (thread->py_recursion_remaining <= 0) {
-    PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
-    return false;
-  }
-  --thread->py_recursion_remaining;
-  if (Py_EnterRecursiveCall("")) {
-    ++thread->py_recursion_remaining;
-    return false;
-  }
-  return true;
-#else
-  return Py_EnterRecursiveCall("") == 0;
-#endif
-}
-
-// The same counted on `thread` directly, the calling thread's own state,
-// with or without the GIL: what every compiled frame does first (CallTyped),
-// as the C API's check does when the thread is not at its limit. In a nogil
-// scope the GIL may be released and the C API's guard cannot run (it reads
-// the current thread state, which a thread without the GIL does not have);
-// no other thread writes these counters. False, with no exception set, when
-// out of depth: the caller raises (with the GIL, by EnterCompiledFrame).
+// of the Python function would: on the thread state's counter directly,
+// with or without the GIL (in a nogil scope the GIL may be released and the
+// C API's guard cannot run: it reads the current thread state, which a
+// thread without the GIL does not have; no other thread writes these
+// counters). Up to 3.11 one counter served Python frames and C calls; from
+// 3.12 Python frames have their own, sys.getrecursionlimit()'s, and C calls
+// another with a fixed limit (1,500 on 3.12.1), which Python-to-Python calls
+// do not touch: a compiled frame takes the Python one, as a Python frame
+// does, so that a raised limit lets typed recursion as deep as Python's.
+// (What keeps it from running the C stack out is CallTyped's own check of
+// the stack, StackExhausted.) False, with no exception set, at the limit:
+// the caller raises, with the GIL, by EnterCompiledFrameAtLimit.
 inline bool EnterCompiledFrameOn(PyThreadState* thread) {
 #if PY_VERSION_HEX >= 0x030C0000
-  if (thread->py_recursion_remaining <= 0 || thread->c_recursion_remaining <= 0) return false;
+  if (thread->py_recursion_remaining <= 0) return false;
   --thread->py_recursion_remaining;
-  --thread->c_recursion_remaining;
 #else
   if (thread->recursion_remaining <= 0) return false;
   --thread->recursion_remaining;
@@ -102,10 +82,28 @@ inline bool EnterCompiledFrameOn(PyThreadState* thread) {
 
 inline void LeaveCompiledFrameOn(PyThreadState* thread) {
 #if PY_VERSION_HEX >= 0x030C0000
-  ++thread->c_recursion_remaining;
   ++thread->py_recursion_remaining;
 #else
   ++thread->recursion_remaining;
+#endif
+}
+
+// A frame at the limit, with the GIL, does what CPython does for a Python
+// frame there: RecursionError, unless the error is being handled already
+// (recursion_headroom), when 50 frames more are allowed (past those, where
+// CPython aborts the process, it raises again). True when the frame may
+// enter, its count taken (LeaveCompiledFrameOn gives it back).
+inline bool EnterCompiledFrameAtLimit(PyThreadState* thread) {
+#if PY_VERSION_HEX >= 0x030C0000
+  if (thread->recursion_headroom && thread->py_recursion_remaining >= -50) {
+    --thread->py_recursion_remaining;
+    return true;
+  }
+  PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+  return false;
+#else
+  (void)thread;
+  return Py_EnterRecursiveCall("") == 0;  // (the same counter, and its headroom)
 #endif
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -369,15 +370,23 @@ bool RaiseReadOnly(const BufferView& view) {
 
 namespace {
 
-// array.array's messages for a value outside its element type.
-const char* ArrayRangeMessage(ElemType elem, bool too_big) {
+// array.array's message for `value` outside its element type. Its 'b' and
+// 'H' items parse a wider C int first ('b' a short, 'H' an int: arraymodule.c's
+// b_setitem, HH_setitem) and check the item's own range after, so a value
+// beyond the wider one gets the wider one's message.
+const char* ArrayRangeMessage(ElemType elem, int64_t value) {
+  const bool too_big = value > 0;
   switch (elem) {
-    case ElemType::kI8: return too_big ? "signed char is greater than maximum" : "signed char is less than minimum";
+    case ElemType::kI8:
+      if (value < SHRT_MIN || value > SHRT_MAX) return ArrayRangeMessage(ElemType::kI16, value);
+      return too_big ? "signed char is greater than maximum" : "signed char is less than minimum";
     case ElemType::kU8:
       return too_big ? "unsigned byte integer is greater than maximum" : "unsigned byte integer is less than minimum";
     case ElemType::kI16:
       return too_big ? "signed short integer is greater than maximum" : "signed short integer is less than minimum";
-    case ElemType::kU16: return too_big ? "unsigned short is greater than maximum" : "unsigned short is less than minimum";
+    case ElemType::kU16:
+      if (value < INT_MIN || value > INT_MAX) return ArrayRangeMessage(ElemType::kI32, value);
+      return too_big ? "unsigned short is greater than maximum" : "unsigned short is less than minimum";
     case ElemType::kI32:
       return too_big ? "signed integer is greater than maximum" : "signed integer is less than minimum";
     case ElemType::kU32: return too_big ? "unsigned int is greater than maximum" : "can't convert negative value to unsigned int";
@@ -417,7 +426,7 @@ bool RaiseElementOverflow(const BufferView& view, int64_t value) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
   switch (view.exporter) {
     case Exporter::kArray:
-      PyErr_SetString(PyExc_OverflowError, ArrayRangeMessage(view.elem, value > 0));
+      PyErr_SetString(PyExc_OverflowError, ArrayRangeMessage(view.elem, value));
       return false;
     case Exporter::kNumpy:
       PyErr_Format(PyExc_OverflowError, "Python integer %lld out of bounds for %s", static_cast<long long>(value),

@@ -245,13 +245,15 @@ def _report_diagnostics(loaded, source_path):
     _notes.note(f"{os.path.basename(source_path)}: {fallbacks} will run as plain Python until these are fixed")
 
 
-def execute(module, source_path):
+def execute(module, source_path, as_main=False):
     """Runs the .ppy module at `source_path` in `module`'s namespace."""
-    execute_namespace(module.__name__, module.__dict__, source_path)
+    execute_namespace(module.__name__, module.__dict__, source_path, as_main)
 
 
-def execute_namespace(name, namespace, source_path):
-    """Runs the .ppy module at `source_path`, named `name`, in the dict `namespace`."""
+def execute_namespace(name, namespace, source_path, as_main=False):
+    """Runs the .ppy module at `source_path`, named `name`, in the dict
+    `namespace`; `as_main`: at the top of the recursion count, as `python
+    FILE` runs a file (`_ppy.exec_main`), not under the launcher's frames."""
     loaded = load(source_path, name, find_source)
     _trace.module_loaded(name, source_path, loaded)
     _report_diagnostics(loaded, source_path)
@@ -267,7 +269,12 @@ def execute_namespace(name, namespace, source_path):
     import _imp
 
     _imp._fix_co_filename(code, namespace["__file__"])
-    exec(code, namespace)
+    if as_main:
+        from ppy import _ppy
+
+        _ppy.exec_main(code, namespace)
+    else:
+        exec(code, namespace)
 
 
 def run_main(source_path, argv):
@@ -287,4 +294,4 @@ def run_main(source_path, argv):
     sys.modules["__main__"] = main
     sys.argv[:] = [source_path] + list(argv)
     sys.path.insert(0, os.path.dirname(source_path))
-    execute(main, source_path)
+    execute(main, source_path, as_main=True)
