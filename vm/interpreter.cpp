@@ -3322,27 +3322,23 @@ grown_int_instruction : {
     SetObject(R(in.a), value);
   }
   NEXT_AFTER_PYTHON;
-  CASE(SETITEM) {
-    if (PyObject** item = ListItemAt(R(in.a).o, R(in.b).o)) {
-      PyObject* old = *item;
-      *item = Py_NewRef(R(in.c).o);
-      Py_DECREF(old);
-      NEXT_AFTER_PYTHON;  // a store other code sees
-    }
-    if (PyObject_SetItem(R(in.a).o, R(in.b).o, R(in.c).o) < 0) goto error;
+  // R[A][R[B]] := R[C]: an exact list's item replaced in place, by an exact
+  // int index or, for SETITEM_I, a typed int one (which needs no int object:
+  // anything else gets the int boxed, as GETITEM_I's does).
+  CASE(SETITEM) goto setitem;
+  CASE(SETITEM_I) goto setitem;
+setitem : {
+  const bool typed_index = in.op == Op::SETITEM_I;
+  if (PyObject** item = typed_index ? ListItemAtIndex(R(in.a).o, R(in.b).i) : ListItemAt(R(in.a).o, R(in.b).o)) {
+    PyObject* old = *item;
+    *item = Py_NewRef(R(in.c).o);
+    Py_DECREF(old);
+    NEXT_AFTER_PYTHON;  // a store other code sees
   }
-  NEXT_AFTER_PYTHON;
-  CASE(SETITEM_I) {
-    // A typed int index, as GETITEM_I's: an exact list's item needs no int
-    // object; anything else gets the int, boxed.
-    if (PyObject** item = ListItemAtIndex(R(in.a).o, R(in.b).i)) {
-      PyObject* old = *item;
-      *item = Py_NewRef(R(in.c).o);
-      Py_DECREF(old);
-      NEXT_AFTER_PYTHON;  // a store other code sees
-    }
-    if (!SetItemAtIndex(R(in.a).o, R(in.b).i, R(in.c).o)) goto error;
-  }
+  const bool stored = typed_index ? SetItemAtIndex(R(in.a).o, R(in.b).i, R(in.c).o)
+                                  : PyObject_SetItem(R(in.a).o, R(in.b).o, R(in.c).o) == 0;
+  if (!stored) goto error;
+}
   NEXT_AFTER_PYTHON;
   CASE(BINARY_O) {
     // `s += t` and `s = s + t` on exact strs: appended in place when nothing
@@ -3582,30 +3578,24 @@ compare_branch_unboxed : {
   if ((CompareNumbers(in.c & 15, x, y) == 1) == (in.op == Op::JT_COMPARE_UF)) JUMP_TO(in.d);
 }
   NEXT;
-  CASE(SETITEM_UF) {
-    // (An exact float only the list holds takes the value in place.)
-    if (PyObject** item = ListItemAt(R(in.a).o, R(in.b).o)) {
-      if (!StoreFloat(*item, R(in.c).f)) goto error;
-      NEXT_AFTER_PYTHON;  // a store other code sees
-    }
-    PyObject* boxed = PyFloat_FromDouble(R(in.c).f);
-    if (boxed == nullptr) goto error;
-    const int stored = PyObject_SetItem(R(in.a).o, R(in.b).o, boxed);
-    Py_DECREF(boxed);
-    if (stored < 0) goto error;
+  // A float slot stored into R[A] at R[B], an object index, or, for
+  // SETITEM_I_UF, a typed int one. (An exact float only the list holds takes
+  // the value in place.)
+  CASE(SETITEM_UF) goto setitem_unboxed_float;
+  CASE(SETITEM_I_UF) goto setitem_unboxed_float;
+setitem_unboxed_float : {
+  const bool typed_index = in.op == Op::SETITEM_I_UF;
+  if (PyObject** item = typed_index ? ListItemAtIndex(R(in.a).o, R(in.b).i) : ListItemAt(R(in.a).o, R(in.b).o)) {
+    if (!StoreFloat(*item, R(in.c).f)) goto error;
+    NEXT_AFTER_PYTHON;  // a store other code sees
   }
-  NEXT_AFTER_PYTHON;
-  CASE(SETITEM_I_UF) {
-    if (PyObject** item = ListItemAtIndex(R(in.a).o, R(in.b).i)) {
-      if (!StoreFloat(*item, R(in.c).f)) goto error;
-      NEXT_AFTER_PYTHON;  // a store other code sees
-    }
-    PyObject* boxed = PyFloat_FromDouble(R(in.c).f);
-    if (boxed == nullptr) goto error;
-    const bool stored = SetItemAtIndex(R(in.a).o, R(in.b).i, boxed);
-    Py_DECREF(boxed);
-    if (!stored) goto error;
-  }
+  PyObject* boxed = PyFloat_FromDouble(R(in.c).f);
+  if (boxed == nullptr) goto error;
+  const bool stored = typed_index ? SetItemAtIndex(R(in.a).o, R(in.b).i, boxed)
+                                  : PyObject_SetItem(R(in.a).o, R(in.b).o, boxed) == 0;
+  Py_DECREF(boxed);
+  if (!stored) goto error;
+}
   NEXT_AFTER_PYTHON;
   // The forms below serve float and int slots alike (the _UI and _GI ones
   // jump here): a slot leaves boxed by its kind, and unbox_result checks a
@@ -3711,33 +3701,24 @@ compare_branch_unboxed_int : {
   if ((CompareNumbers(in.c & 15, x, y) == 1) == (in.op == Op::JT_COMPARE_UI)) JUMP_TO(in.d);
 }
   NEXT;
-  CASE(SETITEM_UI) {
-    PyObject* boxed = PyLong_FromLongLong(R(in.c).i);
-    if (boxed == nullptr) goto error;
-    if (PyObject** item = ListItemAt(R(in.a).o, R(in.b).o)) {
-      PyObject* old = *item;
-      *item = boxed;
-      Py_DECREF(old);
-      NEXT_AFTER_PYTHON;  // a store other code sees
-    }
-    const int stored = PyObject_SetItem(R(in.a).o, R(in.b).o, boxed);
-    Py_DECREF(boxed);
-    if (stored < 0) goto error;
+  // The same for an int slot, SETITEM_UI and SETITEM_I_UI.
+  CASE(SETITEM_UI) goto setitem_unboxed_int;
+  CASE(SETITEM_I_UI) goto setitem_unboxed_int;
+setitem_unboxed_int : {
+  const bool typed_index = in.op == Op::SETITEM_I_UI;
+  PyObject* boxed = PyLong_FromLongLong(R(in.c).i);
+  if (boxed == nullptr) goto error;
+  if (PyObject** item = typed_index ? ListItemAtIndex(R(in.a).o, R(in.b).i) : ListItemAt(R(in.a).o, R(in.b).o)) {
+    PyObject* old = *item;
+    *item = boxed;
+    Py_DECREF(old);
+    NEXT_AFTER_PYTHON;  // a store other code sees
   }
-  NEXT_AFTER_PYTHON;
-  CASE(SETITEM_I_UI) {
-    PyObject* boxed = PyLong_FromLongLong(R(in.c).i);
-    if (boxed == nullptr) goto error;
-    if (PyObject** item = ListItemAtIndex(R(in.a).o, R(in.b).i)) {
-      PyObject* old = *item;
-      *item = boxed;
-      Py_DECREF(old);
-      NEXT_AFTER_PYTHON;  // a store other code sees
-    }
-    const bool stored = SetItemAtIndex(R(in.a).o, R(in.b).i, boxed);
-    Py_DECREF(boxed);
-    if (!stored) goto error;
-  }
+  const bool stored = typed_index ? SetItemAtIndex(R(in.a).o, R(in.b).i, boxed)
+                                  : PyObject_SetItem(R(in.a).o, R(in.b).o, boxed) == 0;
+  Py_DECREF(boxed);
+  if (!stored) goto error;
+}
   NEXT_AFTER_PYTHON;
 
   // FOR_ITER_G[FI]'s and LOAD_ATTR_G[FI]'s value, made by the object code's
