@@ -8,6 +8,9 @@
 #include <Python.h>
 #include <frameobject.h>  // PyFrame_New: not in Python.h
 
+#include <string>
+#include <unordered_map>
+
 namespace ppy {
 
 // The exception being raised, taken out of the thread state (null if none):
@@ -122,14 +125,34 @@ inline bool HasValidVersionTag(PyTypeObject* type) {
 // raised, so that tracebacks show the .ppy line a native frame failed at.
 // What CPython's private _PyTraceback_Add does (3.13 no longer declares it):
 // a frame of an empty code object whose first line is `line`, which is the
-// line a frame that has not started reports.
+// line a frame that has not started reports. The code object is made once
+// per place (a raise in a loop made one per iteration: PyCode_NewEmpty was
+// a third of the raise's cost) and kept in a table of at most 4,096, emptied
+// when full; the frames share one empty globals dict. The GIL is held.
 inline void AddTracebackEntry(const char* funcname, const char* filename, int line) {
+  static auto* const codes = new std::unordered_map<std::string, PyObject*>();  // (never freed: used at exit)
+  static auto* const key = new std::string();  // (one buffer, reused: no allocation per raise)
+  static PyObject* const globals = PyDict_New();
   PyObject* exception = TakeRaisedException();
-  PyObject* globals = PyDict_New();
-  PyCodeObject* code = globals ? PyCode_NewEmpty(filename, funcname, line) : nullptr;
-  PyFrameObject* frame = code ? PyFrame_New(PyThreadState_Get(), code, globals, nullptr) : nullptr;
-  Py_XDECREF(code);
-  Py_XDECREF(globals);
+  key->assign(filename);
+  key->push_back('\0');
+  key->append(funcname);
+  key->push_back('\0');
+  key->append(std::to_string(line));
+  PyObject* code = nullptr;
+  if (auto found = codes->find(*key); found != codes->end()) {
+    code = found->second;
+  } else {
+    if (codes->size() >= 4096) {
+      for (auto& entry : *codes) Py_DECREF(entry.second);
+      codes->clear();
+    }
+    code = reinterpret_cast<PyObject*>(PyCode_NewEmpty(filename, funcname, line));
+    if (code != nullptr) codes->emplace(*key, code);
+  }
+  PyFrameObject* frame = code != nullptr && globals != nullptr
+                             ? PyFrame_New(PyThreadState_Get(), reinterpret_cast<PyCodeObject*>(code), globals, nullptr)
+                             : nullptr;
   if (frame == nullptr) {
     // Out of memory: keep the original exception rather than the new one.
     PyErr_Clear();
