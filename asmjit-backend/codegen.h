@@ -4804,10 +4804,10 @@ class CodeGen {
       }
       case Op::GETITEM_I_GI: {
         // An unboxed version's int item (vm/unbox.h): R[B] an exact list or
-        // tuple, R[C] inside it (SequenceItemOrExit), the item an exact int of at most
-        // two 30-bit digits (ReadListInt); anything else leaves for the
-        // interpreter, whose GETITEM_I_GI takes any int within 64 bits, or
-        // deoptimizes.
+        // tuple, R[C] inside it (SequenceItemOrExit), the item an exact int
+        // of at most two 30-bit digits (ReadListInt); anything else leaves
+        // for the interpreter, whose GETITEM_I_GI takes any int within 64
+        // bits, or deoptimizes.
         const Label exit = Exit();
         if (d != 0) ExitUnlessNull(d - 1);
         ReadListInt(I(a), SequenceItemOrExit(bb, c, &PyLong_Type, exit), exit);
