@@ -318,6 +318,19 @@ TEST(VerifyMutants, EveryAcceptedMutantRunsOnTheInterpreter) {
   EXPECT_GT(accepted, kMutants / 10) << accepted << " of " << kMutants << " mutants accepted";
 }
 
+// A mutant's outcome with the detail of a RecursionError taken out: which
+// bound a runaway recursion meets first, the recursion limit or the C stack
+// (CallTyped's check), depends on the size of each frame, which differs
+// between the interpreter and machine code, and under sanitizers. It is the
+// same RecursionError to the program either way.
+std::string WithoutStackDetail(std::string outcome) {
+  const std::string detail = " (the C stack is nearly full)";
+  for (size_t at = outcome.find(detail); at != std::string::npos; at = outcome.find(detail)) {
+    outcome.erase(at, detail.size());
+  }
+  return outcome;
+}
+
 // Machine code is compiled from verified code only and trusts what the verifier
 // proved (above all the shape of counted loops, whose bounds checks it hoists):
 // every accepted mutant it compiles must do there what it does on the
@@ -340,7 +353,7 @@ TEST(VerifyMutants, EveryAcceptedMutantRunsTheSameOnMachineCode) {
           return;
         }
         ++compared;
-        EXPECT_EQ(interpreted, machine) << Disassemble(module, fn);
+        EXPECT_EQ(WithoutStackDetail(interpreted), WithoutStackDetail(machine)) << Disassemble(module, fn);
       });
   EXPECT_GT(compared, accepted / 2) << compared << " of " << accepted << " accepted mutants compared";
 }
