@@ -593,15 +593,6 @@ inline PyObject** ListItemAt(PyObject* list, PyObject* index) {
   return i >= 0 ? reinterpret_cast<PyListObject*>(list)->ob_item + i : nullptr;
 }
 
-// Where list[i] is for an exact list and a machine int inside it (negative
-// counts from the end), or null.
-inline PyObject** ListItemAtIndex(PyObject* list, int64_t i) {
-  if (!PyList_CheckExact(list)) return nullptr;
-  const Py_ssize_t length = PyList_GET_SIZE(list);
-  if (i < 0) i += length;
-  return i >= 0 && i < length ? reinterpret_cast<PyListObject*>(list)->ob_item + i : nullptr;
-}
-
 // container[i] = value (borrowed) for a machine int i that ListItemAtIndex
 // did not place: the int boxed, as CPython's store would have it. False with
 // the exception set.
@@ -629,6 +620,12 @@ inline PyObject** ItemAt(PyObject* container, int64_t i) {
   }
   if (i < 0) i += length;
   return i >= 0 && i < length ? items + i : nullptr;
+}
+
+// Where list[i] is for an exact list (a store's place: not a tuple's) and a
+// machine int inside it, or null.
+inline PyObject** ListItemAtIndex(PyObject* list, int64_t i) {
+  return PyList_CheckExact(list) ? ItemAt(list, i) : nullptr;
 }
 
 // container[i] for an exact list or tuple and a machine int inside it
