@@ -44,6 +44,8 @@
 //   AddToElementCheckedImm with a value that is not INT32_MIN: the int64
 //     element at that address += value, jumping to overflow with the element
 //     holding the wrapped sum (the caller undoes it); x86-64 adds to memory.
+//   AddToElementImm(data, index, offset, value): the same add, known not to
+//     overflow (no check).
 //   MulHighUnsigned(d, a, b): the high 64 bits of the unsigned 128-bit a * b.
 //   BranchBit(mask, bit, set, L): jumps to L when bit `bit` (0..63) of mask
 //     is set (or clear, !set); x86-64: bt and jc (jnc).
@@ -110,6 +112,7 @@ enum class RegisterUse : uint8_t { kNone, kReads, kOverwrites, kUnknown };
                            const Label& overflow);                                                     \
   void AddToElementCheckedImm(const Int& data, const Int& index, int32_t offset, int32_t value,         \
                               const Label& overflow);                                                  \
+  void AddToElementImm(const Int& data, const Int& index, int32_t offset, int32_t value);               \
   int NewSlot();                                                                                       \
   void StoreSlot(const Int& src, int slot);                                                            \
   void LoadSlot(const Int& dst, int slot);                                                             \
@@ -157,6 +160,8 @@ enum class RegisterUse : uint8_t { kNone, kReads, kOverwrites, kUnknown };
   void BranchBit(const Int& mask, const Int& bit, bool set, const Label& target);                      \
   void BranchSignsAgree(const Int& a, const Int& b, const Label& target);                              \
   void BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target);               \
+  /* if a or b is a NaN then goto target */                                                             \
+  void BranchUnordered(const Float& a, const Float& b, const Label& target);                           \
   /* if a == 0.0 (either sign; not a NaN) then goto target */                                          \
   void BranchFloatZero(const Float& a, const Label& target);                                           \
   void SetInt(IntCond cond, const Int& dst, const Int& a, const Int& b);                               \

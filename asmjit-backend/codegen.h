@@ -1246,6 +1246,13 @@ class CodeGen {
       int64_t low, high;
     };
     std::vector<BoundedSum> sums;
+    // Elements `counts[int(x)] += c` adds to (FindBoundedElementSums): each
+    // chunk checks that counts[0:elements] are all at most INT64_MAX - trips * total.
+    struct BoundedElements {
+      int buffer;
+      int64_t elements, total;
+    };
+    std::vector<BoundedElements> element_sums;
     Int left;    // iterations until the next Ctrl-C check or the loop's end (see ChunkStart)
     Label body;  // after the guard: where the back edge goes
     // A partially unrolled loop's (EmitPartialPass): the one-iteration body
@@ -1477,6 +1484,7 @@ class CodeGen {
       FindBinnedAccesses(loop, end);
       FindInlineCallees(loop, end);
       FindBoundedSums(loop, end);
+      FindBoundedElementSums(loop, end);
       for (int pc = loop.header; pc < end; ++pc) {
         int buffer, base, index;
         bool store;
@@ -1491,7 +1499,7 @@ class CodeGen {
                     !loop.nonzero_floats.empty() || !loop.nonzero_ints.empty() || !loop.exact_doubles.empty() ||
                     !loop.invariant_arithmetic.empty() || !loop.invariant_accesses.empty() ||
                     !loop.binned.empty() || !loop.local_buffers.empty() ||
-                    !loop.inline_callees.empty() || !loop.sums.empty();
+                    !loop.inline_callees.empty() || !loop.sums.empty() || !loop.element_sums.empty();
       if (const int trips = UnrolledTrips(loop, end); trips > 0) {
         unrolled_[loop.header] = trips;
         guards = true;
@@ -1613,6 +1621,41 @@ class CodeGen {
       loop.sums.push_back({acc, range->low, range->high});
       within_guard_.insert(pc);
     }
+  }
+
+  // The histogram's `counts[int(x)] += 1` (a binned ADDTO_I64: tests keep x
+  // in [0, m), FindBinnedAccesses) where m is a known value of at most
+  // kMaxBoundedElements (a value specialization's bins = 8) adds at most
+  // trips * c to one of counts[0:m] in trips iterations. As for the bounded
+  // sums: if no element exceeds INT64_MAX - trips * c, no add overflows, and
+  // each chunk checks that instead (a scan of m elements per 4,096
+  // iterations), leaving for the interpreter otherwise. Only where nothing
+  // else can change the elements meanwhile: every instruction of the loop
+  // runs in machine code, none is a call, and its only stores are such adds
+  // of positive constants into the one buffer (whose register the loop never
+  // changes); not in a nogil function, whose buffers other threads may write.
+  static constexpr int64_t kMaxBoundedElements = 64;
+  void FindBoundedElementSums(CountedLoop& loop, int end) {
+    if (loop.down || UnrolledTrips(loop, end) > 0 || fn_.nogil || loop.binned.empty()) return;
+    int buffer = -1;
+    int64_t elements = 0, total = 0;
+    std::vector<int> adds;
+    for (int pc = loop.header; pc < end; ++pc) {
+      const Instr& in = fn_.code[pc];
+      if (HasFlag(in.op, kFlagLoop) || (HasFlag(in.op, kFlagJump) && in.d <= pc)) return;
+      if (!HasFlag(in.op, kFlagJit) || HasFlag(in.op, kFlagCall)) return;
+      if (!HasFlag(in.op, kFlagStore)) continue;
+      if (in.op != Op::ADDTO_I64 || (buffer >= 0 && in.a != buffer) || !ConstantInRange(in.c, 1, 1 << 20)) return;
+      auto binned = std::find_if(loop.binned.begin(), loop.binned.end(), [&](const auto& b) { return b.pc == pc; });
+      if (binned == loop.binned.end() || !ConstantInRange(binned->bound, 0, kMaxBoundedElements)) return;
+      buffer = in.a;
+      elements = std::max(elements, ConstantValueOf(binned->bound) + (binned->inclusive ? 1 : 0));
+      total += ConstantValueOf(in.c);
+      adds.push_back(pc);
+    }
+    if (adds.empty()) return;
+    loop.element_sums.push_back({buffer, elements, total});
+    unchecked_adds_.insert(adds.begin(), adds.end());
   }
 
   // Whether the access at pc is buf[counter] of the loop at `header`, with
@@ -1793,7 +1836,10 @@ class CodeGen {
     }
   };
 
-  FloatFacts FloatTestFacts(int x, int from) const {
+  // With `nan_test`: the nearest test of x on that path whose edge there is
+  // the one a NaN takes, if no other branch between it and `from` could take
+  // a NaN elsewhere (so a NaN that passes it surely reaches `from`), else -1.
+  FloatFacts FloatTestFacts(int x, int from, int* nan_test = nullptr) const {
     enum Relation { kLt, kLe, kGt, kGe, kNone };
     auto relation_when_taken = [](Op op) {
       switch (op) {
@@ -1811,6 +1857,8 @@ class CodeGen {
              op == Op::JGE_FI;
     };
     FloatFacts facts;
+    if (nan_test != nullptr) *nan_test = -1;
+    bool nan_reaches = nan_test != nullptr;  // a NaN at `at` goes on to `from`
     int at = from;
     for (int steps = 0; steps < 64 && at > 0; ++steps) {
       // The one instruction that leads to `at`, and whether by its jump.
@@ -1830,7 +1878,14 @@ class CodeGen {
       at = pc;
       Relation relation = relation_when_taken(in.op);
       // (A jump to the next pc arrives both ways: nothing known.)
-      if (relation == kNone || ways.size() != 1 || (in.a == x) == (in.b == x)) continue;
+      if (relation == kNone || ways.size() != 1 || (in.a == x) == (in.b == x)) {
+        if (HasFlag(in.op, kFlagJump) && in.op != Op::JMP && ways.size() == 1) nan_reaches = false;
+        continue;
+      }
+      if (nan_reaches && holds_when_taken(in.op) != taken) {
+        *nan_test = pc;
+        nan_reaches = false;
+      }
       const int other = in.a == x ? in.b : in.a;
       if (!taken) relation = relation == kLt ? kGe : relation == kLe ? kGt : relation == kGt ? kLe : kLt;
       if (in.b == x) relation = relation == kLt ? kGt : relation == kLe ? kGe : relation == kGt ? kLt : kLe;
@@ -1857,9 +1912,68 @@ class CodeGen {
   // F2I instructions whose operand the tests before them keep a number
   // inside int64: `if 0.0 <= x < n: k = int(x)`. Their int() cannot fail,
   // so they truncate with no check (the fastest conversion there is).
+  //
+  // Python's tests let a NaN through where they are false: a histogram's
+  //   if offset < 0.0 or offset >= bins: outside += 1
+  //   else: counts[int(offset)] += 1
+  // sends a NaN to int(), which raises. There the nearest test whose NaN
+  // edge leads to the F2I (FloatTestFacts' nan_test) sends a NaN to a side
+  // exit at itself instead (nan_exit_tests_: BranchFloatOrExit), where the
+  // interpreter runs the test and what follows, raising as CPython does; the
+  // edge the NaN took costs nothing more (the test's other edge does), and
+  // int() truncates with no check. Only where a NaN that passes the test
+  // surely meets int(), so the exit is taken only before an exception.
   void FindExactConversions() {
     for (int pc = 0; pc < static_cast<int>(fn_.code.size()); ++pc) {
-      if (fn_.code[pc].op == Op::F2I && FloatTestFacts(fn_.code[pc].b, pc).FitsInt64()) exact_conversions_.insert(pc);
+      if (fn_.code[pc].op != Op::F2I) continue;
+      int nan_test = -1;
+      FloatFacts facts = FloatTestFacts(fn_.code[pc].b, pc, &nan_test);
+      if (!facts.FitsInt64() && nan_test >= 0) {
+        facts.number = true;
+        if (!facts.FitsInt64()) continue;
+        nan_exit_tests_.insert(nan_test);
+      }
+      if (facts.FitsInt64()) exact_conversions_.insert(pc);
+    }
+  }
+
+  // A float test's jump at pc_ (BranchFloatOrExit where FindExactConversions chose it).
+  void BranchFloatTest(FloatCond cond, const Float& a, const Float& b, const Label& target) {
+    if (nan_exit_tests_.count(pc_)) BranchFloatOrExit(cond, a, b, target);
+    else b_.BranchFloat(cond, a, b, target);
+  }
+
+  // A float test at pc_ that FindExactConversions sends a NaN out of
+  // machine code from: with the jump its kind `cond` takes (Python's: the
+  // ordered forms false, the kNot forms true for a NaN), a NaN goes to this
+  // pc's side exit, and the edge a NaN would have taken pays nothing for it.
+  void BranchFloatOrExit(FloatCond cond, const Float& a, const Float& b, const Label& target) {
+    switch (cond) {
+      case FloatCond::kLt: case FloatCond::kLe: case FloatCond::kGt: case FloatCond::kGe: {
+        // A NaN falls through: jump on "cond or unordered" (cond's kNot
+        // opposite), and tell the two apart out of line.
+        static constexpr FloatCond kOrUnordered[] = {FloatCond::kNotGe, FloatCond::kNotGt, FloatCond::kNotLe,
+                                                     FloatCond::kNotLt};
+        Label either = b_.NewLabel();
+        b_.BranchFloat(kOrUnordered[static_cast<int>(cond)], a, b, either);
+        ColdAtThisPc([=, this] {
+          b_.Bind(either);
+          b_.BranchUnordered(a, b, Exit());
+          b_.Jump(target);
+        });
+        break;
+      }
+      case FloatCond::kNotLt: case FloatCond::kNotLe: case FloatCond::kNotGt: case FloatCond::kNotGe: {
+        // A NaN jumps: jump on the ordered relation only, and tell a NaN
+        // from the rest where the jump is not taken.
+        static constexpr FloatCond kOrdered[] = {FloatCond::kGe, FloatCond::kGt, FloatCond::kLe, FloatCond::kLt};
+        b_.BranchFloat(kOrdered[static_cast<int>(cond) - static_cast<int>(FloatCond::kNotLt)], a, b, target);
+        b_.BranchUnordered(a, b, Exit());
+        break;
+      }
+      default:
+        b_.BranchFloat(cond, a, b, target);
+        break;
     }
   }
 
@@ -2984,6 +3098,25 @@ class CodeGen {
         b_.Mul(most, most, loop.left);
         b_.AddChecked(most, most, I(sum.acc), exit);
       }
+    }
+    for (const auto& sums : loop.element_sums) {  // (left * total <= 2**12 * 2**26: no overflow)
+      if (sums.elements == 0) continue;
+      Int limit = b_.NewInt(), element = b_.NewInt(), k = b_.NewInt();
+      if (sums.total == 1) {
+        b_.Mov(limit, loop.left);
+      } else {
+        b_.MovImm(limit, sums.total);
+        b_.Mul(limit, limit, loop.left);
+      }
+      b_.MovImm(element, INT64_MAX);
+      b_.Sub(limit, element, limit);
+      b_.MovImm(k, 0);
+      Label next = b_.NewLabel();
+      b_.Bind(next);
+      b_.LoadElement(ElemType::kI64, element, data_[sums.buffer], k, 0);
+      b_.BranchInt(IntCond::kGt, element, limit, exit);
+      b_.AddImm(k, k, 1);
+      b_.BranchIntImm(IntCond::kLt, k, sums.elements, next);
     }
   }
 
@@ -5308,12 +5441,12 @@ class CodeGen {
         break;
       case Op::JEQ_I: BranchCompare(IntCond::kEq, a, bb, labels_[d]); break;
       case Op::JNE_I: BranchCompare(IntCond::kNe, a, bb, labels_[d]); break;
-      case Op::JLT_F: b_.BranchFloat(FloatCond::kLt, F(a), F(bb), labels_[d]); break;
-      case Op::JLE_F: b_.BranchFloat(FloatCond::kLe, F(a), F(bb), labels_[d]); break;
+      case Op::JLT_F: BranchFloatTest(FloatCond::kLt, F(a), F(bb), labels_[d]); break;
+      case Op::JLE_F: BranchFloatTest(FloatCond::kLe, F(a), F(bb), labels_[d]); break;
       case Op::JEQ_F: b_.BranchFloat(FloatCond::kEq, F(a), F(bb), labels_[d]); break;
       case Op::JNE_F: b_.BranchFloat(FloatCond::kNe, F(a), F(bb), labels_[d]); break;
-      case Op::JNLT_F: b_.BranchFloat(FloatCond::kNotLt, F(a), F(bb), labels_[d]); break;
-      case Op::JNLE_F: b_.BranchFloat(FloatCond::kNotLe, F(a), F(bb), labels_[d]); break;
+      case Op::JNLT_F: BranchFloatTest(FloatCond::kNotLt, F(a), F(bb), labels_[d]); break;
+      case Op::JNLE_F: BranchFloatTest(FloatCond::kNotLe, F(a), F(bb), labels_[d]); break;
       case Op::JLT_FI:
       case Op::JLE_FI:
       case Op::JGT_FI:
@@ -5325,7 +5458,7 @@ class CodeGen {
         static const FloatCond kConds[] = {FloatCond::kLt,    FloatCond::kLe,    FloatCond::kGt,    FloatCond::kGe,
                                            FloatCond::kNotLt, FloatCond::kNotLe, FloatCond::kNotGt, FloatCond::kNotGe};
         Float y = ExactDouble(bb);
-        b_.BranchFloat(kConds[static_cast<int>(in.op) - static_cast<int>(Op::JLT_FI)], F(a), y, labels_[d]);
+        BranchFloatTest(kConds[static_cast<int>(in.op) - static_cast<int>(Op::JLT_FI)], F(a), y, labels_[d]);
         break;
       }
 
@@ -5486,6 +5619,10 @@ class CodeGen {
         std::optional<int32_t> k = Immediate(c);
         if (k == INT32_MIN) k.reset();
         const Int value = k ? Int() : I(c);
+        if (k && unchecked_adds_.count(pc_)) {  // (FindBoundedElementSums: the chunk checked every element)
+          b_.AddToElementImm(data, index, offset, *k);
+          break;
+        }
         const Label undo = b_.NewLabel(), exit = Exit();
         if (k) b_.AddToElementCheckedImm(data, index, offset, *k, undo);
         else b_.AddToElementChecked(data, index, offset, value, undo);
@@ -5601,6 +5738,8 @@ class CodeGen {
   bool note_guards_ = false;  // (NoteGuards)
   std::vector<JitGuard> guards_;
   std::set<int> exact_conversions_;  // F2I pcs whose int() cannot fail (FindExactConversions)
+  std::set<int> unchecked_adds_;     // ADDTO_I64 pcs a chunk's check covers (FindBoundedElementSums)
+  std::set<int> nan_exit_tests_;     // float tests that send a NaN to a side exit (the same)
   std::vector<bool> targets_;
   std::vector<std::vector<int>> jumps_to_;  // per pc: the jumps whose target it is
   std::vector<Label> labels_;

@@ -205,6 +205,14 @@ void A64Backend::AddToElementCheckedImm(const Int& data, const Int& index, int32
   cc_.b_vs(overflow);
 }
 
+void A64Backend::AddToElementImm(const Int& data, const Int& index, int32_t offset, int32_t value) {
+  Int sum = NewInt();
+  LoadElement(ElemType::kI64, sum, data, index, offset);
+  if (FitsArithmetic(value)) cc_.add(sum, sum, value);
+  else cc_.add(sum, sum, Constant(value));
+  StoreElement(ElemType::kI64, sum, data, index, offset);
+}
+
 void A64Backend::StoreElement(ElemType elem, const Float& src, const Int& data_, const Int& index,
                               int32_t offset) {
   const Int data = Offset(data_, offset);
@@ -389,6 +397,11 @@ void A64Backend::BranchFloatZero(const Float& a, const Label& target) {
 void A64Backend::BranchFloat(FloatCond cond, const Float& a, const Float& b, const Label& target) {
   cc_.fcmp(a, b);
   cc_.b(FloatCondition(cond), target);
+}
+
+void A64Backend::BranchUnordered(const Float& a, const Float& b, const Label& target) {
+  cc_.fcmp(a, b);
+  cc_.b(CondCode::kVS, target);  // unordered sets V
 }
 
 void A64Backend::SetInt(IntCond cond, const Int& dst, const Int& a, const Int& b) {

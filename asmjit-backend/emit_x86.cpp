@@ -203,6 +203,10 @@ void X86Backend::AddToElementCheckedImm(const Int& data, const Int& index, int32
   cc_.jo(overflow);
 }
 
+void X86Backend::AddToElementImm(const Int& data, const Int& index, int32_t offset, int32_t value) {
+  cc_.add(x86::qword_ptr(data, index, 3, offset), value);
+}
+
 void X86Backend::StoreElement(ElemType elem, const Float& src, const Int& data, const Int& index,
                               int32_t offset) {
   if (elem == ElemType::kF32) {
@@ -507,6 +511,11 @@ void X86Backend::BranchFloat(FloatCond cond, const Float& a, const Float& b, con
       cc_.jne(target);
       break;
   }
+}
+
+void X86Backend::BranchUnordered(const Float& a, const Float& b, const Label& target) {
+  cc_.ucomisd(a, b);
+  cc_.jp(target);
 }
 
 void X86Backend::SetInt(IntCond cond, const Int& dst, const Int& a, const Int& b) {

@@ -507,6 +507,75 @@ def test_counters_that_only_count_by_one_from_a_known_value_need_no_overflow_che
     assert run.stdout.splitlines()[-1] == "jit jit", run.stdout
 
 
+BINNED = """\
+from ppy import Buffer
+
+
+def bucketize(values: Buffer[float], counts: Buffer[int], bins: int) -> int:
+    outside: int = 0
+    for i in range(len(values)):
+        offset: float = values[i] * 2.0
+        if offset < 0.0 or offset >= bins:
+            outside += 1
+        else:
+            counts[int(offset)] += 1
+    return outside
+
+
+def diverted(values: Buffer[float], flags: Buffer[int], counts: Buffer[int], bins: int) -> int:
+    outside: int = 0
+    for i in range(len(values)):
+        offset: float = values[i] * 2.0
+        if offset < 0.0 or offset >= bins:
+            outside += 1
+        elif flags[i] != 0:
+            outside += 2
+        else:
+            counts[int(offset)] += 1
+    return outside
+"""
+
+BINNED_CALLS = """\
+from array import array
+import ppy, kernel
+values = array("d", [0.25, 1.0, 3.5, -1.0, 9.0] * 200)
+counts = array("q", [0] * 8)
+print(kernel.bucketize(values, counts, 8), list(counts))
+values[700] = float("nan")
+try:
+    kernel.bucketize(values, counts, 8)
+except ValueError as error:
+    print("ValueError", error, list(counts))
+print(ppy.tier(kernel.bucketize))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="reads x86-64 machine code")
+def test_a_nan_leaves_at_the_test_that_lets_it_through_to_int(runner, tmp_path):
+    """`if x < 0.0 or x >= bins: ... else: counts[int(x)] += 1` lets a NaN
+    through to int(), which raises: the test sends a NaN to a side exit
+    instead (codegen.h, FindExactConversions), and int() truncates with no
+    check (no `cmp r, 1` after cvttsd2si). Where a branch between may take the
+    NaN elsewhere, int() keeps its check. A NaN halfway through the loop
+    leaves at the test and raises as Python does, after the same stores."""
+    (tmp_path / "kernel.ppy").write_text(BINNED)
+    checked = {}
+    for name in ("bucketize", "diverted"):
+        dis = runner.ppy("dis", "--jit", tmp_path / "kernel.ppy", name)
+        assert dis.returncode == 0, dis.stderr
+        lines = dis.stdout.splitlines()
+        after = [lines[k + 1] for k, line in enumerate(lines[:-1]) if "cvttsd2si" in line]
+        assert after, dis.stdout
+        checked[name] = any(re.search(r"\bcmp \w+, 1$", line) for line in after)
+    assert checked == {"bucketize": False, "diverted": True}, checked
+    expected = runner.python("-c", BINNED_CALLS, cwd=tmp_path, PPY_IMPORT="python")
+    run = runner.python("-c", BINNED_CALLS, cwd=tmp_path, PPY_JIT="eager", PPY_TRACE="1")
+    assert expected.returncode == 0 and run.returncode == 0, (expected.stderr, run.stderr)
+    assert run.stdout.splitlines()[:-1] == expected.stdout.splitlines()[:-1], (run.stdout, expected.stdout)
+    assert "ValueError cannot convert float NaN to integer" in run.stdout and run.stdout.splitlines()[-1] == "jit"
+    assert re.search(r"kernel\.bucketize\s+1 side exits \(last: line 8, at JNGE_FI\)", run.stderr), run.stderr
+
+
 PARTIAL = """\
 from ppy import Buffer
 

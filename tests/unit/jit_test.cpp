@@ -1321,6 +1321,37 @@ def wide(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
   }
 }
 
+// A histogram over bins the code knows adds to its counts with no overflow
+// check: each chunk of iterations checks that no count is within the
+// chunk's adds of 2**63 (FindBoundedElementSums). A count that gets there
+// must still raise at the same add, after the same adds, in the first chunk
+// or a later one (the loop runs 6,000 iterations: two chunks at least).
+TEST_F(Jit, HistogramCountsNearTheTopRaiseAtTheSameAdd) {
+  auto compiled = Compile(R"(
+from ppy import Buffer
+def tally(xs: Buffer[float], counts: Buffer[int]) -> int:
+    outside = 0
+    for i in range(len(xs)):
+        x = xs[i]
+        if x < 0.0 or x >= 4:
+            outside += 1
+        else:
+            counts[int(x)] += 1
+            counts[int(x)] += 2
+    return outside
+)");
+  const std::string values = "[float(k % 5) + 0.5 for k in range(6000)]";
+  for (const char* start : {"[0] * 4", "[2**63 - 1000, 0, 0, 0]", "[0, 0, 0, 2**63 - 3000]", "[0, 2**63 - 1, 0, 0]",
+                            "[2**63 - 4000] * 4"}) {
+    BorrowedArray xs("d", values);
+    BorrowedArray c1("q", start), c2("q", start);
+    auto [interpreted, machine] = BothWaysOnCopies(*compiled, "tally", {xs.value(), c1.value()},
+                                                   {xs.value(), c2.value()});
+    EXPECT_EQ(interpreted, machine) << start;
+    EXPECT_EQ(c1.contents(), c2.contents()) << start;
+  }
+}
+
 // `c == 32 or c == 10 or c == 9 or c == 13` runs as one compare with the
 // greatest constant and one bit test (FindMembershipChains): every int must
 // still take the branch Python takes, those above 63 and the negative ones
