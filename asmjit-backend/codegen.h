@@ -1954,11 +1954,11 @@ class CodeGen {
         // opposite), and tell the two apart out of line.
         static constexpr FloatCond kOrUnordered[] = {FloatCond::kNotGe, FloatCond::kNotGt, FloatCond::kNotLe,
                                                      FloatCond::kNotLt};
-        Label either = b_.NewLabel();
+        const Label either = b_.NewLabel(), exit = Exit();  // (an inlined callee's exit is its call's)
         b_.BranchFloat(kOrUnordered[static_cast<int>(cond)], a, b, either);
-        ColdAtThisPc([=, this] {
+        Cold([=, this] {
           b_.Bind(either);
-          b_.BranchUnordered(a, b, Exit());
+          b_.BranchUnordered(a, b, exit);
           b_.Jump(target);
         });
         break;
