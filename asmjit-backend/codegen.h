@@ -325,6 +325,7 @@ class CodeGen {
     std::vector<int> steps;   // registers added to x by unchecked adds (all adds', when chunked)
     std::vector<std::pair<int, bool>> bounds;  // (buffer, store) of unchecked accesses
     bool chunked = false;
+    bool nested = false;         // loops in its body (FindNestedWhileChunks): chunked, nothing more
     bool runs_to_bound = false;  // no way out but the head test (EmitWhileTest aligns its body)
     int span_step = -1;       // the one step of every add (lim = x + ticks * R[span_step]), or -1 for 1
     Int lim;                  // the chunk's limit
@@ -344,17 +345,23 @@ class CodeGen {
       loop.x = test.b;
       loop.m = test.a;
       if (loop.x == loop.m || KindOf(loop.x) != Kind::kInt || WrittenIn(loop.m, header, end)) continue;
-      // One way in (the head) and one way around (the closing LOOP).
-      bool simple = true;
+      // One way in (the head) and one way around (the closing LOOP), or
+      // loops in the body (`nested`, below).
+      bool simple = true, nested = false;
       for (int pc = 0; pc < n && simple; ++pc) {
         const Instr& in = fn_.code[pc];
         const bool inside = pc >= header && pc <= end;
-        if (pc > header && pc <= end && fn_.IsLoopHeader(pc)) simple = false;
+        if (pc > header && pc <= end && fn_.IsLoopHeader(pc)) nested = true;
         if (!HasFlag(in.op, kFlagJump)) continue;
-        if (inside && pc != end && in.d <= pc) simple = false;        // a loop in the body
+        if (inside && pc != end && in.d <= pc) nested = true;         // a loop in the body
+        if (inside && pc != end && in.d <= header) simple = false;    // a way around but the closing LOOP
         if (!inside && in.d > header && in.d <= end) simple = false;  // a way into the body
       }
       if (!simple) continue;
+      if (nested) {
+        FindNestedWhileChunks(loop, end);
+        continue;
+      }
       // The adds of x (all its writes).
       std::vector<int> adds;
       auto step_of = [&](int pc) { return fn_.code[pc].b == loop.x ? fn_.code[pc].c : fn_.code[pc].b; };
@@ -431,6 +438,55 @@ class CodeGen {
       }
       if (!loop.steps.empty() || !loop.bounds.empty()) while_loops_[header] = loop;
     }
+  }
+
+  // A while loop `while x < m:` with loops in its body, a tokenizer's
+  // `while i < n:` around its words' and numbers' own loops: where every
+  // write of x in it (the inner loops' included) adds a known step >= 1 and
+  // every way around adds, x grows by at least 1 an iteration, and the loop
+  // runs in chunks as a loop without loops does (`chunked`; lim = min(m, x
+  // + ticks)), instead of counting a tick per iteration. Nothing else: its
+  // adds keep their checks (an add in an inner loop runs many times an
+  // iteration) and so do its accesses, so its head needs no guard (and an
+  // entry at an inner loop needs none either: Dispatch gives it lim = x, a
+  // chunk that ends at the next test). Each inner loop counts its own
+  // iterations or runs in chunks of its own: between two checks for signals
+  // at most ticks outer iterations run, each with its inner loops' at most
+  // ticks, as before.
+  void FindNestedWhileChunks(WhileLoop& loop, int end) {
+    const int header = loop.header;
+    std::vector<int> adds;
+    for (int pc = header + 1; pc < end; ++pc) {
+      const Instr& in = fn_.code[pc];
+      RegisterSet reads, writes;
+      RegistersOf(fn_, in, &reads, &writes);
+      if (!writes[loop.x]) continue;
+      const bool add = in.op == Op::ADD_I && in.a == loop.x && (in.b == loop.x) != (in.c == loop.x);
+      if (!add || !ConstantInRange(in.b == loop.x ? in.c : in.b, 1, INT64_MAX)) return;
+      adds.push_back(pc);
+    }
+    // Forward over the body (an inner loop's back edge adds nothing new: its
+    // head was reached before it): whether an add must have run before pc.
+    std::vector<bool> reached(end + 1, false), all_add(end + 1, true);
+    reached[header + 1] = true;
+    all_add[header + 1] = false;
+    for (int pc = header + 1; pc < end; ++pc) {
+      if (!reached[pc]) continue;
+      const Instr& in = fn_.code[pc];
+      const bool adds_here = std::find(adds.begin(), adds.end(), pc) != adds.end();
+      auto flow = [&](int to) {
+        reached[to] = true;
+        all_add[to] = all_add[to] && (all_add[pc] || adds_here);
+      };
+      if (!HasFlag(in.op, kFlagEnd)) flow(pc + 1);
+      if (HasFlag(in.op, kFlagJump) && in.d > pc && in.d <= end) flow(in.d);
+    }
+    if (adds.empty() || !reached[end] || !all_add[end]) return;
+    loop.chunked = true;
+    loop.nested = true;
+    loop.span_step = -1;
+    while_loops_[header] = loop;
+    while_ends_[header] = end;
   }
 
   // `i += 1` where `i < n` holds, on every path to it, since a test with
@@ -2366,7 +2422,7 @@ class CodeGen {
     }
     // lim = min(m, x + ticks * s). With no tick left (ticks <= 0), lim <= x:
     // the head test fails, and the chunk's end checks for signals.
-    loop.lim = b_.NewInt();
+    if (!loop.lim.isValid()) loop.lim = b_.NewInt();  // (Dispatch may have made it)
     loop.chunk_start = b_.NewLabel();
     loop.chunk_end = b_.NewLabel();
     loop.after_test = b_.NewLabel();
@@ -3525,6 +3581,7 @@ class CodeGen {
       if (unrolled_.count(pc)) continue;  // (no loop there: see UnrolledTrips)
       bool inside_guarded = false;
       for (const auto& [header, end] : loop_end_) inside_guarded |= header < pc && pc <= end;
+      for (const auto& [header, end] : while_ends_) inside_guarded |= header < pc && pc <= end;
       if (!inside_guarded) {
         b_.BranchIntImm(IntCond::kEq, entry_pc_, pc, labels_[pc]);
         continue;
@@ -3539,6 +3596,13 @@ class CodeGen {
       pc_ = pc;
       for (auto& [header, loop] : counted_loops_) {  // by header: outer loops first
         if (header < pc && pc <= loop_end_.at(header)) EmitGuardChecks(loop);
+      }
+      // A chunked while loop around it: a chunk that ends at its next test,
+      // which checks for signals and starts a whole one (FindNestedWhileChunks).
+      for (auto& [header, loop] : while_loops_) {
+        if (!loop.nested || header >= pc || pc > while_ends_.at(header)) continue;
+        if (!loop.lim.isValid()) loop.lim = b_.NewInt();
+        b_.Mov(loop.lim, I(loop.x));
       }
       b_.Jump(labels_[pc]);
     }
@@ -5762,6 +5826,7 @@ class CodeGen {
   std::map<int, int> fills_;                 // by header: the byte a filling loop stores (FillByte)
   std::map<int, int> element_sums_;          // by header: the int a loop sums elements into (SummedElements)
   std::map<int, WhileLoop> while_loops_;     // by header: while loops with a guard (FindWhileLoops)
+  std::map<int, int> while_ends_;            // by header: the closing LOOP of a nested chunked one
   std::vector<bool> checked_;                // per pc: whether its bounds are checked where it runs
   std::vector<bool> nonzero_checked_;        // per pc: whether its divisor is checked where it runs
   std::map<int, Float> converted_;           // ints a loop guard converted to doubles

@@ -345,9 +345,25 @@ def test_ctrl_c_interrupts_a_long_native_loop(runner, tmp_path):
                     k += 1
                 total += k
             return total
+
+        def nested_while(n: int) -> int:
+            # A while loop with loops inside runs in chunks of its own
+            # (FindNestedWhileChunks), checking between them.
+            i = 0
+            total = 0
+            while i < n:
+                i += 1
+                k = 0
+                while k < 3:
+                    k += 1
+                while i < n and i % 7 != 0:
+                    i += 1
+                total += k
+            return total
         """)
     for call in ("spin.spin(10**15)", "spin.wait()", "spin.nested(__import__('array').array('q', [1] * 5000), 10**18)",
-                 "spin.stride(10**18, 1)", "spin.stride(10**18, 3)", "spin.nested_short(10**15)"):
+                 "spin.stride(10**18, 1)", "spin.stride(10**18, 3)", "spin.nested_short(10**15)",
+                 "spin.nested_while(10**18)"):
         # spawn gives the child SIGINT's default disposition, so its Python
         # installs the KeyboardInterrupt handler whatever this run inherited.
         process = spawn(

@@ -644,6 +644,63 @@ print(ppy.tier(kernel.fill), ppy.tier(kernel.strike))
     assert run.stdout.splitlines() == ["50 50 52 34", "jit jit"], run.stderr
 
 
+NESTED_WHILE = """\
+from ppy import Buffer, u8
+
+
+def words(text: Buffer[u8]) -> int:
+    count: int = 0
+    i: int = 0
+    n: int = len(text)
+    while i < n:
+        if text[i] == 32:
+            i += 1
+        else:
+            i += 1
+            while i < n and text[i] != 32:
+                i += 1
+            count += 1
+    return count
+
+
+def skipping(text: Buffer[u8]) -> int:
+    count: int = 0
+    i: int = 0
+    n: int = len(text)
+    while i < n:
+        if text[i] == 32:
+            i += 1
+            continue
+        while i < n and text[i] != 32:
+            i += 1
+        count += 1
+    return count
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="reads x86-64 machine code")
+def test_while_loops_with_loops_inside_run_in_chunks(runner, tmp_path):
+    """A tokenizer's `while i < n:` around its words' loops adds to i on every
+    way around, so it runs in chunks (FindNestedWhileChunks): no tick counted
+    per iteration (`sub r, 1` then `jg`), as its inner loop. With a
+    `continue` (a way around that is not the closing one) it counts them."""
+    (tmp_path / "kernel.ppy").write_text(NESTED_WHILE)
+    tick = re.compile(r"\bsub \w+, 1\n(short )?jg\b")
+    ticks = {}
+    for name in ("words", "skipping"):
+        dis = runner.ppy("dis", "--jit", tmp_path / "kernel.ppy", name)
+        assert dis.returncode == 0, dis.stderr
+        ticks[name] = len(tick.findall(dis.stdout))
+    assert ticks["words"] == 0 and ticks["skipping"] > 0, ticks
+    calls = """
+import array, ppy, kernel
+text = array.array("B", b"ab  cde f " * 3000 + b"x" * 20000)
+print(kernel.words(text), kernel.skipping(text), ppy.tier(kernel.words))
+"""
+    run = runner.python("-c", calls, cwd=tmp_path, PPY_JIT="eager")
+    assert run.stdout.splitlines() == ["9001 9001 jit"], run.stderr
+
+
 STENCIL = """\
 from ppy import Buffer
 
