@@ -97,10 +97,22 @@ void CheckThreadedCode(const FunctionInfo& info, const FunctionCode& fn, std::ve
 // around it (the inner loops are the work), unless @ppy.native asks for it.
 // Glue is neither: moves, truth tests and jumps, boxing and unboxing,
 // returns, and the counter of a counted loop (FORPREP's guard included).
+//
+// A function with no operation at all, only glue, whose parameters and
+// result are objects (`def on_step(self): pass`, `return p`), gains nothing
+// compiled, and its calls from Python cost more: 798 instructions an
+// iteration of a Python loop calling `return p` compiled, 570 as Python,
+// the same as CPython's. A compiled loop's call of it costs 800 then (598
+// compiled), against CPython's 811 for the same loop (docs/benchmarks.md):
+// run as Python, neither caller is slower than under CPython. It runs as
+// Python too.
 constexpr const char* kObjectCodeReason =
     "mostly object operations, which CPython runs about as fast; @ppy.native compiles it";
+constexpr const char* kGlueReason =
+    "no operation but moving objects, which costs less as Python when called from Python; @ppy.native compiles it";
 
-bool MostlyObjectWork(const FunctionCode& fn) {
+// Why `fn` runs as Python (kObjectCodeReason or kGlueReason), or null.
+const char* ObjectCodeAsPython(const FunctionCode& fn) {
   const int n = static_cast<int>(fn.code.size());
   std::vector<int> depth(n + 1, 0);  // loops around each instruction, as a difference array
   std::vector<bool> counted_guard(n, false);
@@ -142,7 +154,12 @@ bool MostlyObjectWork(const FunctionCode& fn) {
     // where it ran as Python.)
     (HasFlag(op, kFlagObj) && op != Op::GETITEM_I ? object : typed) += weight;
   }
-  return object > 0 && typed * 5 < object;
+  if (object > 0) return typed * 5 < object ? kObjectCodeReason : nullptr;
+  if (typed > 0 || KindOf(fn.result) != Kind::kObject) return nullptr;
+  for (const Param& param : fn.params) {
+    if (KindOf(param.type) != Kind::kObject) return nullptr;
+  }
+  return kGlueReason;
 }
 
 }  // namespace
@@ -205,8 +222,9 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
         retry = true;
         break;
       }
-      if (object_code_as_python && !fn.native_required && MostlyObjectWork(**code)) {
-        forced_fallbacks[static_cast<int>(i)] = kObjectCodeReason;
+      const char* as_python = object_code_as_python && !fn.native_required ? ObjectCodeAsPython(**code) : nullptr;
+      if (as_python != nullptr) {
+        forced_fallbacks[static_cast<int>(i)] = as_python;
         object_code = true;  // (every such function of this round, then check again)
         continue;
       }
@@ -285,7 +303,9 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
     } else {
       report.reason = fn.fallback_reason;
       // (No place to point at for object code: it is the whole function.)
-      if (fn.fallback_reason != kObjectCodeReason) report.reason_loc = fn.fallback_loc;
+      if (fn.fallback_reason != kObjectCodeReason && fn.fallback_reason != kGlueReason) {
+        report.reason_loc = fn.fallback_loc;
+      }
       if (fn.native_required && forced_fallbacks.count(static_cast<int>(&fn - info->functions.data()))) {
         result.diagnostics.push_back({Severity::kError, fn.def->name_loc,
                                       absl::StrCat(fn.nogil ? "@ppy.nogil" : "@ppy.native", " function '", fn.name,

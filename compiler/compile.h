@@ -53,7 +53,7 @@ struct CompileResult {
 // when the region executor was built, i.e. torch was there to build it).
 // With `object_code_as_python`, what the import hook and `ppy check` do, a
 // function of mostly object operations runs as Python, since CPython runs
-// those faster (compile.cpp, MostlyObjectWork); tests and benchmarks of the
+// those faster (compile.cpp, ObjectCodeAsPython); tests and benchmarks of the
 // interpreter's object mode turn it off to have such functions compiled.
 CompileResult CompileModule(PyObject* tree, const std::string& filename, const std::string& module_name,
                             bool regions = false, bool object_code_as_python = true);

@@ -61,7 +61,7 @@ def version():
 def object_code():
     """What becomes of a function of mostly object operations (PPY_OBJECT_CODE):
     "python", the default, runs it as Python, since CPython runs such code
-    faster (compiler/compile.cpp, MostlyObjectWork); "compile" compiles it
+    faster (compiler/compile.cpp, ObjectCodeAsPython); "compile" compiles it
     like any other, for tests and measurements of ppy's object mode. An entry
     records which it was built with."""
     return "compile" if os.environ.get("PPY_OBJECT_CODE") == "compile" else "python"

@@ -131,10 +131,12 @@ def caller(x: int) -> int:
   EXPECT_TRUE(Report(compiled->result, "caller").compiled);
 }
 
-// The "never slower" rule (compile.cpp, MostlyObjectWork): a function whose
+// The "never slower" rule (compile.cpp, ObjectCodeAsPython): a function whose
 // loops do object operations and (almost) nothing typed runs as Python, unless
 // @ppy.native asks for it; typed work, even beside object operations, keeps
 // a function compiled, and so does a subscript by a typed int (`indexed`).
+// So does a function of glue alone over objects (`identity`, `nothing`), but
+// not one with a typed parameter or result (`typed_identity`, `one`).
 // testing::Compile turns the rule off, as the import hook never does.
 TEST(Compiler, FunctionsOfMostlyObjectOperationsRunAsPython) {
   const char* source = R"(
@@ -174,6 +176,18 @@ def mixed(xs, n: int) -> int:
 @ppy.native
 def forced(xs):
     return xs[0] + xs[1]
+
+def identity(p):
+    return p
+
+def nothing(p, q):
+    pass
+
+def typed_identity(n: int) -> int:
+    return n
+
+def one() -> int:
+    return 1
 )";
   for (bool rule : {true, false}) {
     PyObject* tree = ParseSource(source, "test.ppy");
@@ -188,7 +202,14 @@ def forced(xs):
         EXPECT_EQ(report.reason_loc.line, 0) << name;
       }
     }
-    for (const char* name : {"typed", "mixed", "indexed", "forced"}) {
+    for (const char* name : {"identity", "nothing"}) {
+      const FunctionReport& report = Report(result, name);
+      EXPECT_EQ(report.compiled, !rule) << name;
+      if (rule) {
+        EXPECT_NE(report.reason.find("no operation but moving objects"), std::string::npos) << report.reason;
+      }
+    }
+    for (const char* name : {"typed", "mixed", "indexed", "forced", "typed_identity", "one"}) {
       EXPECT_TRUE(Report(result, name).compiled) << name;
     }
   }
