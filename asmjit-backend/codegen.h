@@ -1282,6 +1282,9 @@ class CodeGen {
       int pc, buffer, bound;
       bool inclusive;  // x <= R[bound] rather than x < R[bound]: int(x) may be R[bound] itself
       bool store;
+      // x may lie in (-1, 0), where int(x) is 0 whatever R[bound] is: with
+      // `x < m` and m <= 0, index 0 still needs an element.
+      bool from_below;
     };
     std::vector<BinnedAccess> binned;
     // Buffers the loop reads or writes by a 1-d index (not the hoisted
@@ -1705,7 +1708,9 @@ class CodeGen {
       auto binned = std::find_if(loop.binned.begin(), loop.binned.end(), [&](const auto& b) { return b.pc == pc; });
       if (binned == loop.binned.end() || !ConstantInRange(binned->bound, 0, kMaxBoundedElements)) return;
       buffer = in.a;
-      elements = std::max(elements, ConstantValueOf(binned->bound) + (binned->inclusive ? 1 : 0));
+      // (Index 0 even for m = 0 where x may lie in (-1, 0): see FindBinnedAccesses.)
+      const int64_t touched = ConstantValueOf(binned->bound) + (binned->inclusive ? 1 : 0);
+      elements = std::max({elements, touched, binned->from_below ? int64_t{1} : int64_t{0}});
       total += ConstantValueOf(in.c);
       adds.push_back(pc);
     }
@@ -1847,6 +1852,8 @@ class CodeGen {
   // leaves on NaN and the infinities, which the tests let through. So the
   // guard checks m <= len(buf) once (the store length for a store) and the
   // access needs no check. (With x <= m instead, int(x) may be m: m < len.)
+  // Where x may lie in (-1, 0), int(x) is 0 even for m <= 0 (`x > -1.0 and
+  // x < m` with m = 0): the guard checks len >= 1 as well.
   // Such an access sits in a branch: a guard that fails (a buffer shorter
   // than the bins its own test allows) leaves the loop to the interpreter
   // even if no x ever reaches the end, which is slow but right.
@@ -1870,7 +1877,7 @@ class CodeGen {
       if (convert < 0) continue;
       const FloatFacts facts = FloatTestFacts(fn_.code[convert].b, convert);
       if (!facts.Nonnegative() || facts.upper < 0 || WrittenIn(facts.upper, loop.header, end)) continue;
-      loop.binned.push_back({pc, buffer, facts.upper, facts.upper_inclusive, store});
+      loop.binned.push_back({pc, buffer, facts.upper, facts.upper_inclusive, store, facts.low < 0.0});
       checked_[pc] = false;
     }
   }
@@ -2805,6 +2812,7 @@ class CodeGen {
     for (const auto& binned : loop.binned) {  // m <= len (m < len for x <= m)
       const Int& length = binned.store ? store_length_[binned.buffer] : length_[binned.buffer];
       b_.BranchInt(binned.inclusive ? IntCond::kGe : IntCond::kGt, I(binned.bound), length, Exit());
+      if (binned.from_below && !binned.inclusive) b_.BranchIntImm(IntCond::kLt, length, 1, Exit());
     }
     for (int reg : loop.nonzero_floats) b_.BranchFloatZero(F(reg), Exit());
     for (int reg : loop.nonzero_ints) b_.BranchIntImm(IntCond::kEq, I(reg), 0, Exit());

@@ -422,11 +422,30 @@ bool RaiseInvalidElementValue(const BufferView& view) {
 
 }  // namespace
 
+namespace {
+
+// array.array's message for a value a 64-bit element cannot hold: 'q' and
+// 'Q' convert it themselves, 'l' and 'L' through a C long.
+const char* ArrayWideMessage(const BufferView& view, bool negative) {
+  switch (view.format) {
+    case 'l': return "Python int too large to convert to C long";
+    case 'L':
+      return negative ? "can't convert negative value to unsigned int"
+                      : "Python int too large to convert to C unsigned long";
+    case 'Q': return negative ? "can't convert negative int to unsigned" : "int too big to convert";
+    default: return "int too big to convert";
+  }
+}
+
+}  // namespace
+
 bool RaiseElementOverflow(const BufferView& view, int64_t value) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
   switch (view.exporter) {
     case Exporter::kArray:
-      PyErr_SetString(PyExc_OverflowError, ArrayRangeMessage(view.elem, value));
+      PyErr_SetString(PyExc_OverflowError, view.elem == ElemType::kI64 || view.elem == ElemType::kU64
+                                               ? ArrayWideMessage(view, value < 0)
+                                               : ArrayRangeMessage(view.elem, value));
       return false;
     case Exporter::kNumpy:
       PyErr_Format(PyExc_OverflowError, "Python integer %lld out of bounds for %s", static_cast<long long>(value),
@@ -443,10 +462,8 @@ bool RaiseGrownElementOverflow(const BufferView& view, PyObject* value) {
     case Exporter::kArray:
       // array.array converts a 64-bit element itself, a narrower one through
       // a C long.
-      if (view.elem == ElemType::kU64 && _PyLong_Sign(value) < 0) {
-        PyErr_SetString(PyExc_OverflowError, "can't convert negative int to unsigned");
-      } else if (view.elem == ElemType::kI64 || view.elem == ElemType::kU64) {
-        PyErr_SetString(PyExc_OverflowError, "int too big to convert");
+      if (view.elem == ElemType::kI64 || view.elem == ElemType::kU64) {
+        PyErr_SetString(PyExc_OverflowError, ArrayWideMessage(view, _PyLong_Sign(value) < 0));
       } else {
         PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long");
       }

@@ -1352,6 +1352,41 @@ def tally(xs: Buffer[float], counts: Buffer[int]) -> int:
   }
 }
 
+// Where the tests let x lie in (-1, 0), int(x) is 0 whatever the bound: with
+// `x > -1.0 and x < m` and m = 0, index 0 is still read and written, so an
+// empty buffer must raise IndexError (the guard checks len >= 1 as well),
+// and a count at 2**63 - 1 there must raise OverflowError (the chunk's scan
+// covers element 0 even for m = 0).
+TEST_F(Jit, BinsBelowZeroStillIndexElementZero) {
+  auto compiled = Compile(R"(
+from ppy import Buffer
+def below(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
+    for i in range(len(xs)):
+        x = xs[i]
+        if x > -1.0 and x < m:
+            counts[int(x)] += 1
+    return 0
+def below_zero(xs: Buffer[float], counts: Buffer[int], m: int) -> int:
+    for i in range(len(xs)):
+        x = xs[i]
+        if x > -1.0 and x < 0:
+            counts[int(x)] += 1
+    return 0
+)");
+  for (const char* counts : {"[]", "[2**63 - 1]", "[2**63 - 10, 0]", "[0, 0, 0]"}) {
+    for (int64_t m : {int64_t{0}, int64_t{-2}, int64_t{2}}) {
+      for (const char* name : {"below", "below_zero"}) {
+        BorrowedArray xs("d", "[-0.5, -0.25, 0.5, 1.5] * 20");
+        BorrowedArray c1("q", counts), c2("q", counts);
+        auto [interpreted, machine] = BothWaysOnCopies(*compiled, name, {xs.value(), c1.value(), IntValue(m)},
+                                                       {xs.value(), c2.value(), IntValue(m)});
+        EXPECT_EQ(interpreted, machine) << name << " " << counts << " m=" << m;
+        EXPECT_EQ(c1.contents(), c2.contents()) << name << " " << counts << " m=" << m;
+      }
+    }
+  }
+}
+
 // `c == 32 or c == 10 or c == 9 or c == 13` runs as one compare with the
 // greatest constant and one bit test (FindMembershipChains): every int must
 // still take the branch Python takes, those above 63 and the negative ones
