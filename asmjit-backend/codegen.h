@@ -321,6 +321,7 @@ class CodeGen {
   // `while i < n: ... i += 1` run with no check but the loop's own test.
   struct WhileLoop {
     int header = 0;           // the pc of its test
+    int end = 0;              // the pc of its closing LOOP
     int x = 0, m = 0;         // while R[x] < R[m]
     std::vector<int> steps;   // registers added to x by unchecked adds (all adds', when chunked)
     std::vector<std::pair<int, bool>> bounds;  // (buffer, store) of unchecked accesses
@@ -342,6 +343,7 @@ class CodeGen {
       if (test.op != Op::JLE_I || (test.d > header && test.d <= end)) continue;
       WhileLoop loop;
       loop.header = header;
+      loop.end = end;
       loop.x = test.b;
       loop.m = test.a;
       if (loop.x == loop.m || KindOf(loop.x) != Kind::kInt || WrittenIn(loop.m, header, end)) continue;
@@ -383,36 +385,21 @@ class CodeGen {
         adds.push_back(pc);
       }
       if (!simple) continue;
-      // Forward over the body: whether some add may have run before pc in
-      // this iteration (after_add), and whether one must have (all_add).
-      std::vector<bool> reached(end + 1, false), after_add(end + 1, false), all_add(end + 1, true);
-      reached[header + 1] = true;
-      all_add[header + 1] = false;
-      for (int pc = header + 1; pc <= end; ++pc) {
-        if (!reached[pc]) continue;
-        const Instr& in = fn_.code[pc];
-        const bool adds_here = std::find(adds.begin(), adds.end(), pc) != adds.end();
-        auto flow = [&](int to) {
-          reached[to] = true;
-          after_add[to] = after_add[to] || after_add[pc] || adds_here;
-          all_add[to] = all_add[to] && (all_add[pc] || adds_here);
-        };
-        if (pc == end) break;
-        if (!HasFlag(in.op, kFlagEnd)) flow(pc + 1);
-        if (HasFlag(in.op, kFlagJump) && in.d > pc && in.d <= end) flow(in.d);
-      }
+      const AddFlow flow = FlowOfAdds(header, end, adds);
       auto add_step = [&](int step) {
         if (std::find(loop.steps.begin(), loop.steps.end(), step) == loop.steps.end()) loop.steps.push_back(step);
       };
       for (int pc : adds) {
-        if (after_add[pc] || within_guard_.count(pc)) continue;  // (another add may have run)
+        if (flow.after_add[pc] || within_guard_.count(pc)) continue;  // (another add may have run)
         add_step(step_of(pc));
         within_guard_.insert(pc);
       }
       for (int pc = header + 1; pc < end; ++pc) {
         int buffer, base, index;
         bool store;
-        if (after_add[pc] || !checked_[pc] || !FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store)) continue;
+        if (flow.after_add[pc] || !checked_[pc] || !FlatAccessOf(fn_.code[pc], &buffer, &base, &index, &store)) {
+          continue;
+        }
         if (base >= 0 || index != loop.x || WrittenIn(buffer, header, end)) continue;
         checked_[pc] = false;
         if (std::find(loop.bounds.begin(), loop.bounds.end(), std::pair{buffer, store}) == loop.bounds.end()) {
@@ -420,7 +407,7 @@ class CodeGen {
         }
       }
       // Chunks need every way around to add, by known or checked steps >= 1.
-      loop.chunked = reached[end] && all_add[end];
+      loop.chunked = flow.reached[end] && flow.all_add[end];
       for (int pc : adds) loop.chunked = loop.chunked && !ConstantInRange(step_of(pc), 0, 0);
       if (loop.chunked || !loop.bounds.empty()) {  // (x must never decrease)
         for (int pc : adds) add_step(step_of(pc));
@@ -465,28 +452,40 @@ class CodeGen {
       if (!add || !ConstantInRange(in.b == loop.x ? in.c : in.b, 1, INT64_MAX)) return;
       adds.push_back(pc);
     }
-    // Forward over the body (an inner loop's back edge adds nothing new: its
-    // head was reached before it): whether an add must have run before pc.
-    std::vector<bool> reached(end + 1, false), all_add(end + 1, true);
-    reached[header + 1] = true;
-    all_add[header + 1] = false;
-    for (int pc = header + 1; pc < end; ++pc) {
-      if (!reached[pc]) continue;
-      const Instr& in = fn_.code[pc];
-      const bool adds_here = std::find(adds.begin(), adds.end(), pc) != adds.end();
-      auto flow = [&](int to) {
-        reached[to] = true;
-        all_add[to] = all_add[to] && (all_add[pc] || adds_here);
-      };
-      if (!HasFlag(in.op, kFlagEnd)) flow(pc + 1);
-      if (HasFlag(in.op, kFlagJump) && in.d > pc && in.d <= end) flow(in.d);
-    }
-    if (adds.empty() || !reached[end] || !all_add[end]) return;
+    // (An inner loop's back edge adds nothing FlowOfAdds does not see: its
+    // head was reached before it.)
+    const AddFlow flow = FlowOfAdds(header, end, adds);
+    if (adds.empty() || !flow.reached[end] || !flow.all_add[end]) return;
     loop.chunked = true;
     loop.nested = true;
     loop.span_step = -1;
     while_loops_[header] = loop;
-    while_ends_[header] = end;
+  }
+
+  // Forward over the body [header + 1, end] of a while loop, along its
+  // forward edges, for the adds to its x at `adds`: which pcs are reached,
+  // whether some add may have run before pc in this iteration (after_add),
+  // and whether one must have (all_add).
+  struct AddFlow {
+    std::vector<bool> reached, after_add, all_add;
+  };
+  AddFlow FlowOfAdds(int header, int end, const std::vector<int>& adds) const {
+    AddFlow flow{std::vector<bool>(end + 1, false), std::vector<bool>(end + 1, false), std::vector<bool>(end + 1, true)};
+    flow.reached[header + 1] = true;
+    flow.all_add[header + 1] = false;
+    for (int pc = header + 1; pc < end; ++pc) {
+      if (!flow.reached[pc]) continue;
+      const Instr& in = fn_.code[pc];
+      const bool adds_here = std::find(adds.begin(), adds.end(), pc) != adds.end();
+      auto to = [&](int next) {
+        flow.reached[next] = true;
+        flow.after_add[next] = flow.after_add[next] || flow.after_add[pc] || adds_here;
+        flow.all_add[next] = flow.all_add[next] && (flow.all_add[pc] || adds_here);
+      };
+      if (!HasFlag(in.op, kFlagEnd)) to(pc + 1);
+      if (HasFlag(in.op, kFlagJump) && in.d > pc && in.d <= end) to(in.d);
+    }
+    return flow;
   }
 
   // `i += 1` where `i < n` holds, on every path to it, since a test with
@@ -3589,7 +3588,7 @@ class CodeGen {
       if (unrolled_.count(pc)) continue;  // (no loop there: see UnrolledTrips)
       bool inside_guarded = false;
       for (const auto& [header, end] : loop_end_) inside_guarded |= header < pc && pc <= end;
-      for (const auto& [header, end] : while_ends_) inside_guarded |= header < pc && pc <= end;
+      for (const auto& [header, loop] : while_loops_) inside_guarded |= loop.nested && header < pc && pc <= loop.end;
       if (!inside_guarded) {
         b_.BranchIntImm(IntCond::kEq, entry_pc_, pc, labels_[pc]);
         continue;
@@ -3608,7 +3607,7 @@ class CodeGen {
       // A chunked while loop around it: a chunk that ends at its next test,
       // which checks for signals and starts a whole one (FindNestedWhileChunks).
       for (auto& [header, loop] : while_loops_) {
-        if (!loop.nested || header >= pc || pc > while_ends_.at(header)) continue;
+        if (!loop.nested || header >= pc || pc > loop.end) continue;
         if (!loop.lim.isValid()) loop.lim = b_.NewInt();
         b_.Mov(loop.lim, I(loop.x));
       }
@@ -5834,7 +5833,6 @@ class CodeGen {
   std::map<int, int> fills_;                 // by header: the byte a filling loop stores (FillByte)
   std::map<int, int> element_sums_;          // by header: the int a loop sums elements into (SummedElements)
   std::map<int, WhileLoop> while_loops_;     // by header: while loops with a guard (FindWhileLoops)
-  std::map<int, int> while_ends_;            // by header: the closing LOOP of a nested chunked one
   std::vector<bool> checked_;                // per pc: whether its bounds are checked where it runs
   std::vector<bool> nonzero_checked_;        // per pc: whether its divisor is checked where it runs
   std::map<int, Float> converted_;           // ints a loop guard converted to doubles
