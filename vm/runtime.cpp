@@ -370,28 +370,41 @@ bool RaiseReadOnly(const BufferView& view) {
 
 namespace {
 
+// array.array's message for a value a 64-bit element cannot hold (of struct
+// format `format`): 'q' and 'Q' convert it themselves, 'l' and 'L' through a
+// C long.
+const char* ArrayWideMessage(char format, bool negative) {
+  switch (format) {
+    case 'l': return "Python int too large to convert to C long";
+    case 'L':
+      return negative ? "can't convert negative value to unsigned int"
+                      : "Python int too large to convert to C unsigned long";
+    case 'Q': return negative ? "can't convert negative int to unsigned" : "int too big to convert";
+    default: return "int too big to convert";
+  }
+}
+
 // array.array's message for `value` outside its element type. Its 'b' and
 // 'H' items parse a wider C int first ('b' a short, 'H' an int: arraymodule.c's
 // b_setitem, HH_setitem) and check the item's own range after, so a value
 // beyond the wider one gets the wider one's message.
-const char* ArrayRangeMessage(ElemType elem, int64_t value) {
+const char* ArrayRangeMessage(ElemType elem, char format, int64_t value) {
   const bool too_big = value > 0;
   switch (elem) {
     case ElemType::kI8:
-      if (value < SHRT_MIN || value > SHRT_MAX) return ArrayRangeMessage(ElemType::kI16, value);
+      if (value < SHRT_MIN || value > SHRT_MAX) return ArrayRangeMessage(ElemType::kI16, format, value);
       return too_big ? "signed char is greater than maximum" : "signed char is less than minimum";
     case ElemType::kU8:
       return too_big ? "unsigned byte integer is greater than maximum" : "unsigned byte integer is less than minimum";
     case ElemType::kI16:
       return too_big ? "signed short integer is greater than maximum" : "signed short integer is less than minimum";
     case ElemType::kU16:
-      if (value < INT_MIN || value > INT_MAX) return ArrayRangeMessage(ElemType::kI32, value);
+      if (value < INT_MIN || value > INT_MAX) return ArrayRangeMessage(ElemType::kI32, format, value);
       return too_big ? "unsigned short is greater than maximum" : "unsigned short is less than minimum";
     case ElemType::kI32:
       return too_big ? "signed integer is greater than maximum" : "signed integer is less than minimum";
     case ElemType::kU32: return too_big ? "unsigned int is greater than maximum" : "can't convert negative value to unsigned int";
-    case ElemType::kU64: return "can't convert negative int to unsigned";
-    default: return "int too big to convert";
+    default: return ArrayWideMessage(format, value < 0);  // (64 bits)
   }
 }
 
@@ -422,30 +435,11 @@ bool RaiseInvalidElementValue(const BufferView& view) {
 
 }  // namespace
 
-namespace {
-
-// array.array's message for a value a 64-bit element cannot hold: 'q' and
-// 'Q' convert it themselves, 'l' and 'L' through a C long.
-const char* ArrayWideMessage(const BufferView& view, bool negative) {
-  switch (view.format) {
-    case 'l': return "Python int too large to convert to C long";
-    case 'L':
-      return negative ? "can't convert negative value to unsigned int"
-                      : "Python int too large to convert to C unsigned long";
-    case 'Q': return negative ? "can't convert negative int to unsigned" : "int too big to convert";
-    default: return "int too big to convert";
-  }
-}
-
-}  // namespace
-
 bool RaiseElementOverflow(const BufferView& view, int64_t value) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
   switch (view.exporter) {
     case Exporter::kArray:
-      PyErr_SetString(PyExc_OverflowError, view.elem == ElemType::kI64 || view.elem == ElemType::kU64
-                                               ? ArrayWideMessage(view, value < 0)
-                                               : ArrayRangeMessage(view.elem, value));
+      PyErr_SetString(PyExc_OverflowError, ArrayRangeMessage(view.elem, view.format, value));
       return false;
     case Exporter::kNumpy:
       PyErr_Format(PyExc_OverflowError, "Python integer %lld out of bounds for %s", static_cast<long long>(value),
@@ -460,10 +454,10 @@ bool RaiseGrownElementOverflow(const BufferView& view, PyObject* value) {
   TakeGil();  // (a nogil thread: see vm/gil.h)
   switch (view.exporter) {
     case Exporter::kArray:
-      // array.array converts a 64-bit element itself, a narrower one through
+      // array.array converts a 'q' or 'Q' element itself, any other through
       // a C long.
       if (view.elem == ElemType::kI64 || view.elem == ElemType::kU64) {
-        PyErr_SetString(PyExc_OverflowError, ArrayWideMessage(view, _PyLong_Sign(value) < 0));
+        PyErr_SetString(PyExc_OverflowError, ArrayWideMessage(view.format, _PyLong_Sign(value) < 0));
       } else {
         PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long");
       }
