@@ -227,6 +227,7 @@ class CodeGen {
     FindFoldedChains();
     FindUnneededBaseDefinitions();
     FindStridedAccesses();
+    FindProductInductions();
     FindCommonSubexpressions();
     FindFoldedOffsets();
     FindLoadsIntoArithmetic();
@@ -1077,6 +1078,41 @@ class CodeGen {
     }
   }
 
+  // Products `q = j * 6` an index is made of (AffineAccess::product_def)
+  // that keep their multiply, made instead as gcc makes them: the register
+  // carries the product from one iteration to the next, and each adds s to
+  // it (x86-64: `add q, 6` where there was `imul q, j, 6`, whose three
+  // cycles every address of nbody's row s[q .. q + 5] waited for). The
+  // guard sets it one step short of the first iteration's product
+  // (EmitGuardChecks). That takes a multiply the body makes exactly once
+  // an iteration, on its straight path from the head (nothing jumps or
+  // lands before it), the only write of q in the loop, with q dead at the
+  // head, so that nothing, a side exit's interpreter included, reads the
+  // value the guard set; and a loop whose counter steps by one each time
+  // the body runs (not one run as unrolled copies of known counters).
+  void FindProductInductions() {
+    for (auto& [header, loop] : counted_loops_) {
+      if (loop.down || unrolled_.count(header) || fills_.count(header) || element_sums_.count(header)) continue;
+      const int end = loop_end_.at(header);
+      std::set<int> defs;
+      for (const AffineAccess& access : loop.affine) {
+        if (access.product_def >= 0 && !unneeded_[access.product_def]) defs.insert(access.product_def);
+      }
+      for (int def : defs) {
+        const Instr& in = fn_.code[def];
+        const int q = in.a, scale = in.b == loop.counter ? in.c : in.b;
+        if (q == loop.counter || live_in_[header][q]) continue;
+        bool straight = true;
+        for (int pc = header; pc < def && straight; ++pc) {
+          straight = !targets_[pc + 1] && !HasFlag(fn_.code[pc].op, kFlagJump);
+        }
+        if (!straight || WrittenIn(q, header, def - 1) || WrittenIn(q, def + 1, end)) continue;
+        loop.inductions.emplace_back(def, scale);
+        inductions_[def] = scale;
+      }
+    }
+  }
+
   // Whether the machine code for the instruction at pc may leave for the
   // interpreter (conservatively: all but a few that cannot).
   bool MayExit(int pc) const {
@@ -1124,6 +1160,28 @@ class CodeGen {
       if (writes[a]) return true;
     }
     return false;
+  }
+
+  // Whether invariant arithmetic at pc, `x = y + k` or `y - k` with k a
+  // known int, needs no value at all: OnlyCheckedIndexesRead holds, and
+  // each access that reads x is one of a group (grouped_offsets_), which
+  // addresses y + k itself, by a plain index (no base added).
+  bool OnlyGroupedAccessesRead(int pc) const {
+    const Instr& def = fn_.code[pc];
+    if ((def.op != Op::ADD_I && def.op != Op::SUB_I) || !fn_.IsConstantRegister(def.c)) return false;
+    if (!OnlyCheckedIndexesRead(pc)) return false;
+    for (int at = pc + 1; at < static_cast<int>(fn_.code.size()) && live_in_[at][def.a]; ++at) {
+      RegisterSet reads, writes;
+      RegistersOf(fn_, fn_.code[at], &reads, &writes);
+      int buffer, base, index;
+      bool store;
+      if (reads[def.a] && (!grouped_offsets_.count(at) || !FlatAccessOf(fn_.code[at], &buffer, &base, &index, &store) ||
+                           base >= 0)) {
+        return false;
+      }
+      if (writes[def.a]) break;
+    }
+    return true;
   }
 
   Kind KindOf(int reg) const { return fn_.registers[reg].kind; }
@@ -1311,6 +1369,9 @@ class CodeGen {
       int64_t elements, total;
     };
     std::vector<BoundedElements> element_sums;
+    // Products counter * s that each iteration adds s to instead of
+    // multiplying (FindProductInductions): (MUL_I pc, s).
+    std::vector<std::pair<int, int>> inductions;
     Int left;    // iterations until the next Ctrl-C check or the loop's end (see ChunkStart)
     Label body;  // after the guard: where the back edge goes
     // A partially unrolled loop's (EmitPartialPass): the one-iteration body
@@ -2494,11 +2555,6 @@ class CodeGen {
   // chunk counter. Emitted at the loop's head, and again for an on-stack entry
   // at a loop nested in this one (see Dispatch()).
   void EmitGuardChecks(CountedLoop& loop) {
-    for (int def : loop.invariant_arithmetic) {
-      Int& value = invariant_values_[def];
-      if (!value.isValid()) value = b_.NewInt();
-      EmitInvariantDefinition(value, def);
-    }
     // Accesses of one element (the load and the store of `s[p + 3] -= x`)
     // share one index, checked once: against the store length if either
     // stores, which is the length or 0.
@@ -2549,8 +2605,10 @@ class CodeGen {
         offset = {y, def, 0, offset.k + (sub ? -c : c)};
       }
       if (WrittenIn(offset.root, loop.header, end)) {
+        // (Invariant arithmetic of this loop, made below, or of one around it.)
         const int def = StraightPathWrite(offset.root, offset.root_pc, loop.header);
-        if (def < 0 || !invariant_values_.count(def)) return std::nullopt;
+        auto owner = invariant_owner_.find(def);
+        if (def < 0 || owner == invariant_owner_.end() || owner->second > loop.header) return std::nullopt;
         offset.key = def;
       } else {
         offset.key = -1 - offset.root;
@@ -2563,26 +2621,25 @@ class CodeGen {
         by_value[{std::get<0>(key), offset->key}].push_back({key, *offset});
       }
     }
-    std::set<std::tuple<int, int, int>> grouped;
-    for (const auto& [group_key, members] : by_value) {
+    struct ElementGroup {
+      std::pair<int, int64_t> key;  // (buffer, the value's key)
+      Offset first;                 // (the value: its register, where it is read)
       int64_t low = INT64_MAX, high = INT64_MIN;
       bool any_store = false;
+    };
+    std::vector<ElementGroup> element_groups;
+    std::set<std::tuple<int, int, int>> grouped;
+    std::set<int> roots;
+    for (const auto& [group_key, members] : by_value) {
+      ElementGroup group{group_key, members.front().second};
       for (const auto& [key, offset] : members) {
-        low = std::min(low, offset.k);
-        high = std::max(high, offset.k);
-        for (int at : elements.at(key)) any_store |= StoresInto(fn_.code[at]) >= 0;
+        group.low = std::min(group.low, offset.k);
+        group.high = std::max(group.high, offset.k);
+        for (int at : elements.at(key)) group.any_store |= StoresInto(fn_.code[at]) >= 0;
       }
-      if (low == high) continue;  // (one element: the usual way, Python's rule and all)
-      const int buffer = group_key.first;
-      const Offset& first = members.front().second;
+      if (group.low == group.high) continue;  // (one element: the usual way, Python's rule and all)
       Int& value = grouped_values_[group_key];
       if (!value.isValid()) value = b_.NewInt();
-      b_.Mov(value, InvariantValueAt(first.root, first.root_pc, loop));
-      Int least = b_.NewInt(), most = b_.NewInt();
-      b_.AddCheckedImm(least, value, static_cast<int32_t>(low), Exit());
-      b_.AddCheckedImm(most, value, static_cast<int32_t>(high), Exit());
-      b_.BranchIntImm(IntCond::kLt, least, 0, Exit());
-      b_.BranchInt(IntCond::kGe, most, any_store ? store_length_[buffer] : length_[buffer], Exit());
       for (const auto& [key, offset] : members) {
         grouped.insert(key);
         for (int at : elements.at(key)) {
@@ -2590,6 +2647,35 @@ class CodeGen {
           hoisted_indexes_[at] = value;  // (for OnlyCheckedIndexesRead; IndexRegister asks grouped_offsets_ first)
         }
       }
+      roots.insert(group.first.root);
+      element_groups.push_back(group);
+    }
+    // The loop's invariant arithmetic, once. An element's index `p + 3` that
+    // only grouped accesses read (as p, with 3 in the address) needs no
+    // value: its group's check of p + least and p + greatest leaves on any
+    // overflow it could have (nbody: three adds and their checks fewer each
+    // time the loop over j starts).
+    for (int def : loop.invariant_arithmetic) {
+      if (OnlyGroupedAccessesRead(def) && !roots.count(fn_.code[def].a)) {
+        unmade_invariants_.insert(def);
+        continue;
+      }
+      Int& value = invariant_values_[def];
+      if (!value.isValid()) value = b_.NewInt();
+      EmitInvariantDefinition(value, def);
+    }
+    for (const ElementGroup& group : element_groups) {
+      const int buffer = group.key.first;
+      const Int& value = grouped_values_.at(group.key);
+      b_.Mov(value, InvariantValueAt(group.first.root, group.first.root_pc, loop));
+      Int least = value, most = b_.NewInt();
+      if (group.low != 0) {
+        least = b_.NewInt();
+        b_.AddCheckedImm(least, value, static_cast<int32_t>(group.low), Exit());
+      }
+      b_.AddCheckedImm(most, value, static_cast<int32_t>(group.high), Exit());
+      b_.BranchIntImm(IntCond::kLt, least, 0, Exit());
+      b_.BranchInt(IntCond::kGe, most, group.any_store ? store_length_[buffer] : length_[buffer], Exit());
     }
     for (const auto& key : order) {
       if (grouped.count(key)) continue;
@@ -2715,19 +2801,24 @@ class CodeGen {
           b_.AddChecked(last, last, value, Exit());
         }
       }
+      // With a scale known not to be negative the index grows with the
+      // counter: the least at the first iteration, the greatest at the last,
+      // and those two checks prove the others.
       const Int& bound = group.store ? store_length_[group.buffer] : length_[group.buffer];
+      const bool growing = group.scale < 0 || ConstantInRange(group.scale, 0, INT64_MAX);
       for (const Int& index : {first, last}) {
+        const bool at_first = index.id() == first.id();
         Int least = index, most = index;
-        if (group.low != 0) {
+        if (group.low != 0 && (!growing || at_first)) {
           least = b_.NewInt();
           b_.AddCheckedImm(least, index, static_cast<int32_t>(group.low), Exit());
         }
-        if (group.high != 0) {
+        if (group.high != 0 && (!growing || !at_first)) {
           most = b_.NewInt();
           b_.AddCheckedImm(most, index, static_cast<int32_t>(group.high), Exit());
         }
-        b_.BranchIntImm(IntCond::kLt, least, 0, Exit());
-        b_.BranchInt(IntCond::kGe, most, bound, Exit());
+        if (!growing || at_first) b_.BranchIntImm(IntCond::kLt, least, 0, Exit());
+        if (!growing || !at_first) b_.BranchInt(IntCond::kGe, most, bound, Exit());
       }
       for (auto [access, constant] : group.members) {
         if (!access->strided) continue;
@@ -2743,6 +2834,18 @@ class CodeGen {
         b_.AddScaled(access->based, data_[access->buffer], offset, __builtin_ctz(size));
         b_.AddImm(access->delta, I(access->scale), -1);
         b_.MulImm(access->delta, access->delta, size);
+      }
+    }
+    // Products carried from one iteration to the next (FindProductInductions):
+    // one step short of the first iteration's, which the guard computed
+    // above with its overflow check. (The subtraction wraps where that
+    // value leaves int64; the first step brings it back.)
+    for (const auto& [def, scale] : loop.inductions) {
+      const Int& q = I(fn_.code[def].a);
+      if (ConstantInRange(scale, INT32_MIN + 1, INT32_MAX)) {
+        b_.AddImm(q, product(scale).first, static_cast<int32_t>(-ConstantValueOf(scale)));
+      } else {
+        b_.Sub(q, product(scale).first, I(scale));
       }
     }
     // The loop gets its own copy of each buffer's data pointer: a short-lived
@@ -5169,6 +5272,7 @@ class CodeGen {
         }
         if (unneeded_[pc_] || folded_adds_.count(pc_)) break;
         if (std::exchange(added_with_previous_, -1) == pc_) break;  // (AddsConstantNext)
+        if (unmade_invariants_.count(pc_)) break;  // (no access needs its value: EmitGuardChecks)
         if (auto hoisted = invariant_values_.find(pc_); hoisted != invariant_values_.end()) {
           if (!OnlyCheckedIndexesRead(pc_)) b_.Mov(I(a), hoisted->second);  // (FindInvariantArithmetic)
           break;
@@ -5184,6 +5288,14 @@ class CodeGen {
         }
         if (ArithmeticRange(in) || within_guard_.count(pc_)) {  // cannot overflow: no check
           if (in.op == Op::ADD_I && AddsConstantNext(in)) break;
+          if (auto step = inductions_.find(pc_); step != inductions_.end()) {  // (FindProductInductions)
+            if (ConstantInRange(step->second, INT32_MIN, INT32_MAX)) {
+              b_.AddImm(I(a), I(a), static_cast<int32_t>(ConstantValueOf(step->second)));
+            } else {
+              b_.Add(I(a), I(a), I(step->second));
+            }
+            break;
+          }
           EmitArithmetic(I(a), in, nullptr);
           break;
         }
@@ -5829,6 +5941,7 @@ class CodeGen {
   std::map<int, Label> bodies_;              // by header: past the guard
   std::map<int, int> unrolled_;              // by header: the trip count of a loop run unrolled
   std::map<int, int> partial_;               // by header: the iterations per pass of a partially unrolled loop
+  std::map<int, int> inductions_;  // MUL_I pc -> its scale register (FindProductInductions)
   std::map<int, std::pair<int, AffineAccess*>> strided_;  // strength-reduced access pc -> (loop header, access)
   std::map<int, int> fills_;                 // by header: the byte a filling loop stores (FillByte)
   std::map<int, int> element_sums_;          // by header: the int a loop sums elements into (SummedElements)
@@ -5838,6 +5951,7 @@ class CodeGen {
   std::map<int, Float> converted_;           // ints a loop guard converted to doubles
   std::map<int, int> invariant_owner_;       // invariant arithmetic pc -> the loop whose guard computes it
   std::map<int, Int> invariant_values_;      // invariant arithmetic pc -> what the guard computed
+  std::set<int> unmade_invariants_;          // invariant arithmetic nothing needs made (EmitGuardChecks)
   std::map<int, Int> hoisted_indexes_;       // invariant access pc -> its index, checked by the guard
   std::map<int, std::pair<Int, int64_t>> grouped_offsets_;  // grouped invariant access pc -> (value, constant)
   std::map<std::pair<int, int64_t>, Int> grouped_values_;   // (buffer, value key) -> the group's register

@@ -1036,6 +1036,83 @@ def rows(s: Buffer[float], n: int, back: int) -> float:
   }
 }
 
+// Products of the counter that index a row, `q = 6 * j`, carried from one
+// iteration to the next (FindProductInductions: x86-64 `add q, 6` for the
+// multiply): a side exit in the middle of a row's updates, the product read
+// after the loop, scales negative, zero and run-time, and products that keep
+// their multiply (read before the loop writes them, made in a branch).
+TEST_F(Jit, ProductsCarriedFromIterationToIteration) {
+  auto compiled = Compile(R"(
+from ppy import Buffer
+def pairs(s: Buffer[float], n: int, dt: float) -> float:
+    e: float = 0.0
+    for i in range(n):
+        p: int = 3 * i
+        for j in range(i + 1, n):
+            q: int = 3 * j
+            w: float = dt / (s[p] - s[q])
+            s[p + 1] -= w
+            s[q + 1] += w
+            s[q + 2] = w * 0.5
+            e += w
+    return e
+def scaled(s: Buffer[float], start: int, n: int, k: int) -> int:
+    q: int = -1
+    for j in range(start, n):
+        q = j * k
+        s[q + 7] += 1.0
+        s[q + 8] *= 2.0
+    return q
+def read_first(s: Buffer[float], n: int) -> float:
+    q: int = 0
+    acc: float = 0.0
+    for j in range(n):
+        acc += q
+        q = 2 * j
+        acc += s[q] + s[q + 1]
+    return acc
+def in_branch(s: Buffer[float], n: int) -> float:
+    q: int = 0
+    acc: float = 0.0
+    for j in range(n):
+        if j % 3 == 1:
+            q = 2 * j
+        acc += s[q] + s[q + 1]
+    return acc
+)");
+  for (const char* init : {"[float(k * k % 11) for k in range(18)]", "[float(k // 3) for k in range(18)]",
+                           "[1.0, 0.0, 0.0] * 6"}) {
+    for (int64_t n : {0, 1, 2, 5, 6, 7}) {
+      BorrowedArray s1("d", init), s2("d", init);
+      auto [interpreted, machine] = BothWaysOnCopies(*compiled, "pairs", {s1.value(), IntValue(n), FloatValue(0.5)},
+                                                     {s2.value(), IntValue(n), FloatValue(0.5)});
+      EXPECT_EQ(interpreted, machine) << init << " " << n;
+      EXPECT_EQ(s1.contents(), s2.contents()) << init << " " << n;
+    }
+  }
+  for (auto [start, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {0, 4, -2}, {0, 5, 0}, {1, 5, 1}, {2, 6, 3}, {0, 3, -4}, {3, 3, 2}, {0, 40, 1}, {5, 2, 1}, {-3, 2, 2}}) {
+    BorrowedArray s1("d", "[0.0] * 20"), s2("d", "[0.0] * 20");
+    auto [interpreted, machine] =
+        BothWaysOnCopies(*compiled, "scaled", {s1.value(), IntValue(start), IntValue(n), IntValue(k)},
+                         {s2.value(), IntValue(start), IntValue(n), IntValue(k)});
+    EXPECT_EQ(interpreted, machine) << start << " " << n << " " << k;
+    EXPECT_EQ(s1.contents(), s2.contents()) << start << " " << n << " " << k;
+  }
+  for (int64_t n : {0, 1, 12, 15, 16}) {
+    BorrowedArray s("d", "[float(k) for k in range(30)]");
+    ExpectSame(*compiled, "read_first", {s.value(), IntValue(n)});
+    ExpectSame(*compiled, "in_branch", {s.value(), IntValue(n)});
+  }
+#if defined(__x86_64__)
+  // The inner loop of pairs adds 3 to q where it multiplied.
+  jit::Blob blob;
+  std::string listing, error;
+  ASSERT_TRUE(jit::CompileBlob(compiled->function("pairs"), &blob, &listing, &error)) << error;
+  EXPECT_TRUE(std::regex_search(listing, std::regex(R"(\nadd [a-z0-9]+, 3\n)"))) << listing;
+#endif
+}
+
 // An outer loop whose guard fails runs on the interpreter, which enters the
 // machine code again at the inner loop's head: that entry must check the outer
 // loop's hoisted accesses too (xs[r] after the inner loop, one row too many).
