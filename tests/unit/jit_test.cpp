@@ -297,7 +297,8 @@ def total(n: int, shift: int) -> float:
 
 // A value specialization (jit::Specialize) treats the int parameters that
 // kept one value as constants; the interpreter enters it only with those
-// values, and other values run the general code.
+// values, and other values run the general code. (halves divides by d: by a
+// power of two known there, a multiply, subnormal quotients included.)
 TEST_F(Jit, ValueSpecializationsAgreeWithTheInterpreter) {
   const char* source = R"(
 def divide(n: int, d: int) -> int:
@@ -310,15 +311,20 @@ def limits(start: int, stop: int, step: int) -> int:
     for k in range(start, stop, step):
         t = t * 3 % 1000003 + k
     return t
+def halves(n: int, d: int) -> float:
+    t: float = 0.0
+    for k in range(-n, n):
+        t += (k * 0.37 + k * 1e-310) / d
+    return t / d + 5e-324 / d
 )";
   for (int64_t value : {int64_t{16}, int64_t{1}, int64_t{2}, int64_t{3}, int64_t{-4}, int64_t{-16}, int64_t{0},
                         int64_t{1} << 40, INT64_MIN, INT64_MAX}) {
     auto compiled = Compile(source);
-    for (const char* name : {"divide", "limits"}) {
+    for (const char* name : {"divide", "limits", "halves"}) {
       const FunctionCode& fn = compiled->function(name);
       const int param = fn.num_params() - 1;  // d, step
       auto args = [&](int64_t v) {
-        std::vector<Value> values = {IntValue(std::string(name) == "divide" ? 100 : -50), IntValue(50), IntValue(v)};
+        std::vector<Value> values = {IntValue(std::string(name) == "limits" ? -50 : 100), IntValue(50), IntValue(v)};
         values.resize(fn.num_params());
         values[param] = IntValue(v);
         return values;
