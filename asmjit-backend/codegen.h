@@ -4672,12 +4672,40 @@ class CodeGen {
   // Jumps to `target` if R[x] cond R[y], comparing with an immediate where
   // either is a known constant.
   void BranchCompare(IntCond cond, int x, int y, const Label& target) {
+    // Decided by what is known here (a loop's entry test in a value
+    // specialization, `0 >= cols` with cols = 16): a jump, or nothing.
+    if (auto taken = KnownComparison(cond, RangeOf(x), RangeOf(y))) {
+      if (*taken) b_.Jump(target);
+      return;
+    }
     if (auto k = Immediate(y)) {
       b_.BranchIntImm(cond, I(x), *k, target);
     } else if (auto k = Immediate(x)) {
       b_.BranchIntImm(Swapped(cond), I(y), *k, target);
     } else {
       b_.BranchInt(cond, I(x), I(y), target);
+    }
+  }
+
+  // Whether  x cond y  holds for every x and y in the ranges, or fails for
+  // every one; nothing where the ranges allow both.
+  static std::optional<bool> KnownComparison(IntCond cond, std::optional<Range> x, std::optional<Range> y) {
+    if (!x || !y) return std::nullopt;
+    const bool apart = x->high < y->low || y->high < x->low;
+    const bool single = x->low == x->high && y->low == y->high && x->low == y->low;  // both one value, the same
+    auto decided = [](bool holds, bool fails) -> std::optional<bool> {
+      if (holds) return true;
+      if (fails) return false;
+      return std::nullopt;
+    };
+    switch (cond) {
+      case IntCond::kLt: return decided(x->high < y->low, x->low >= y->high);
+      case IntCond::kLe: return decided(x->high <= y->low, x->low > y->high);
+      case IntCond::kGt: return decided(x->low > y->high, x->high <= y->low);
+      case IntCond::kGe: return decided(x->low >= y->high, x->high < y->low);
+      case IntCond::kEq: return decided(single, apart);
+      case IntCond::kNe: return decided(apart, single);
+      default: return std::nullopt;
     }
   }
 
