@@ -356,6 +356,14 @@ struct FunctionCode {
   // around it (vm/interpreter.cpp, RunsMachineCodeDirectly). (A buffer local
   // is borrowed by BORROW_U, which only the interpreter runs.)
   bool scalar_frame = false;
+  // A scalar frame that calls nothing (no instruction flagged CALL or OBJ):
+  // it cannot recurse, so a call of it from Python counts no depth and
+  // checks no stack (CallTyped), as a C function's call would not.
+  bool leaf_frame = false;
+  // num_params(), end_of_constants() and num_registers(), kept as ints for
+  // the frame a call makes (MakeFrame), which would otherwise divide
+  // vector sizes by their elements' at every call.
+  int frame_params = 0, frame_constants_end = 0, frame_registers = 0;
   // Int parameters no instruction writes (the first kMaxValueParams): what
   // value specialization may treat as constants (FunctionRuntime::seen).
   std::vector<uint8_t> value_params;

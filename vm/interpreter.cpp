@@ -909,17 +909,17 @@ constexpr uintptr_t kStackMargin = 256 * 1024;
 // A frame's registers set word by word. (gcc would turn such loops into
 // calls of memcpy and memset, which cost more than the few words a frame
 // has: the empty asm hides the counter from that pattern match.)
-inline void CopyWords(void* to, const void* from, int count) {
+inline void CopyWords(void* to, const void* from, ptrdiff_t count) {
   auto* out = static_cast<uint64_t*>(to);
   const auto* in = static_cast<const uint64_t*>(from);
-  for (int k = 0; k < count; ++k) {
+  for (ptrdiff_t k = 0; k < count; ++k) {
     __asm__("" : "+r"(k));
     out[k] = in[k];
   }
 }
-inline void ZeroWords(void* to, int count) {
+inline void ZeroWords(void* to, ptrdiff_t count) {
   auto* out = static_cast<uint64_t*>(to);
-  for (int k = 0; k < count; ++k) {
+  for (ptrdiff_t k = 0; k < count; ++k) {
     __asm__("" : "+r"(k));
     out[k] = 0;
   }
@@ -927,19 +927,19 @@ inline void ZeroWords(void* to, int count) {
 
 // The bytes of a frame of `fn`: its registers, a spare word, and past them
 // the unboxing slots of unboxed code (vm/unbox.h).
-inline size_t FrameBytes(const FunctionCode& fn) { return sizeof(Value) * (fn.num_registers() + 1 + fn.unbox_slots); }
+inline size_t FrameBytes(const FunctionCode& fn) { return sizeof(Value) * (fn.frame_registers + 1 + fn.unbox_slots); }
 
 // A call's frame: the arguments, the constants after them, every other
 // register zero. Word by word: a frame holds a few registers, for which a
 // call of memcpy or memset costs more than the copy (see CopyWords).
 inline void MakeFrame(const FunctionCode& fn, const Value* args, Value* regs) {
-  const int num_params = fn.num_params();
-  const int end_of_constants = fn.end_of_constants();
+  const int num_params = fn.frame_params;
+  const int end_of_constants = fn.frame_constants_end;
   CopyWords(regs, args, num_params);
   if (end_of_constants > num_params) {  // (data() may be null when there are none)
     CopyWords(regs + num_params, fn.initial_constants.data(), end_of_constants - num_params);
   }
-  ZeroWords(regs + end_of_constants, fn.num_registers() - end_of_constants);
+  ZeroWords(regs + end_of_constants, fn.frame_registers - end_of_constants);
 }
 
 // The global versions machine code checks its cached globals against.
@@ -1014,6 +1014,13 @@ inline bool StackExhausted() {
 }  // namespace
 
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
+  // A leaf's machine code (FunctionCode::leaf_frame), the commonest call of
+  // a small kernel: no depth to count, no stack to check (its frame is
+  // bounded and it calls nothing), nothing to profile.
+  if (fn.leaf_frame && !g_profiling && !InNogil() && RunsMachineCodeDirectly(fn)) {
+    fn.runtime->calls.Bump(false);
+    return RunMachineCodeFrame(fn, args, result);
+  }
   if (__builtin_expect(StackExhausted(), 0)) {
     TakeGil();
     PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded (the C stack is nearly full)");

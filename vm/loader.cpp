@@ -110,6 +110,12 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
       }
     }
     fn->scalar_frame = fn->object_params.empty() && fn->owned_objects.empty() && fn->num_buffer_params == 0;
+    fn->leaf_frame = fn->scalar_frame && std::none_of(fn->code.begin(), fn->code.end(), [](const Instr& in) {
+                       return (InfoOf(in.op).flags & (kFlagCall | kFlagObj)) != 0;
+                     });
+    fn->frame_params = fn->num_params();
+    fn->frame_constants_end = fn->end_of_constants();
+    fn->frame_registers = fn->num_registers();
   }
   return Status();
 }

@@ -245,6 +245,9 @@ std::unique_ptr<FunctionCode> MachineFunction(const FunctionCode& fn, const Unbo
   machine->object_params = fn.object_params;
   machine->owned_objects = fn.owned_objects;
   machine->num_buffer_params = fn.num_buffer_params;
+  machine->frame_params = machine->num_params();
+  machine->frame_constants_end = machine->end_of_constants();
+  machine->frame_registers = machine->num_registers();
   machine->after_store = fn.after_store;
   machine->may_have_effects = fn.may_have_effects;
   machine->loop_headers = fn.loop_headers;
