@@ -3573,7 +3573,14 @@ class CodeGen {
   void LoadRegisters(const Int& regs) {
     const int count = fn_.num_registers();
     ticks_ = b_.NewInt();
-    b_.MovImm(ticks_, kBackEdgesPerCheck);
+    if (!fn_.loop_headers.empty()) b_.MovImm(ticks_, kBackEdgesPerCheck);  // (no loop reads it otherwise)
+    // A scalar the code writes before any read, from every entry (the start
+    // and the loop heads Dispatch enters at), needs no load: the result of
+    // `return a + b`. (A while loop's bound is read at every entry, written
+    // or not: FindLengthBoundedLoads.)
+    RegisterSet at_entry = live_in_[0];
+    for (int32_t pc : LoopEntries(fn_)) at_entry |= live_in_[pc];
+    for (const auto& [bound, buffer] : length_bounds_) at_entry.set(bound);
     for (int reg = 0; reg < count; ++reg) {
       if (!used_[reg]) continue;
       int32_t slot = static_cast<int32_t>(reg * sizeof(Value));
@@ -3581,11 +3588,11 @@ class CodeGen {
         case Kind::kInt:
           if (immediate_[reg]) break;  // (see I())
           ints_[reg] = b_.NewInt();
-          b_.LoadInt(ints_[reg], regs, slot);
+          if (at_entry[reg]) b_.LoadInt(ints_[reg], regs, slot);
           break;
         case Kind::kFloat:
           floats_[reg] = b_.NewFloat();
-          b_.LoadFloat(floats_[reg], regs, slot);
+          if (at_entry[reg]) b_.LoadFloat(floats_[reg], regs, slot);
           break;
         case Kind::kBuffer:
           ints_[reg] = b_.NewInt();

@@ -364,6 +364,7 @@ struct FunctionCode {
   // the frame a call makes (MakeFrame), which would otherwise divide
   // vector sizes by their elements' at every call.
   int frame_params = 0, frame_constants_end = 0, frame_registers = 0;
+  int frame_words = 0;  // a frame's Values: the registers, a spare, the unboxed slots (FrameBytes)
   // Int parameters no instruction writes (the first kMaxValueParams): what
   // value specialization may treat as constants (FunctionRuntime::seen).
   std::vector<uint8_t> value_params;

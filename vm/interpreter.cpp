@@ -927,7 +927,7 @@ inline void ZeroWords(void* to, ptrdiff_t count) {
 
 // The bytes of a frame of `fn`: its registers, a spare word, and past them
 // the unboxing slots of unboxed code (vm/unbox.h).
-inline size_t FrameBytes(const FunctionCode& fn) { return sizeof(Value) * (fn.frame_registers + 1 + fn.unbox_slots); }
+inline size_t FrameBytes(const FunctionCode& fn) { return sizeof(Value) * fn.frame_words; }
 
 // A call's frame: the arguments, the constants after them, every other
 // register zero. Word by word: a frame holds a few registers, for which a
@@ -2123,7 +2123,10 @@ namespace {
 // entered it (the common call of a small function from Python pays for no
 // interpreter frame).
 [[gnu::always_inline]] inline bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result) {
-  Value* regs = static_cast<Value*>(alloca(FrameBytes(fn)));
+  // (A small frame, the usual one, in a fixed array: no size to compute.)
+  constexpr int kSmallFrameWords = 16;
+  Value small[kSmallFrameWords];
+  Value* regs = fn.frame_words <= kSmallFrameWords ? small : static_cast<Value*>(alloca(FrameBytes(fn)));
   MakeFrame(fn, args, regs);
   FunctionRuntime& runtime = *fn.runtime;
   const uint64_t effects_at_entry = g_effects;

@@ -116,6 +116,7 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
     fn->frame_params = fn->num_params();
     fn->frame_constants_end = fn->end_of_constants();
     fn->frame_registers = fn->num_registers();
+    fn->frame_words = fn->frame_registers + 1 + fn->unbox_slots;
   }
   return Status();
 }

@@ -248,6 +248,7 @@ std::unique_ptr<FunctionCode> MachineFunction(const FunctionCode& fn, const Unbo
   machine->frame_params = machine->num_params();
   machine->frame_constants_end = machine->end_of_constants();
   machine->frame_registers = machine->num_registers();
+  machine->frame_words = machine->frame_registers + 1;
   machine->after_store = fn.after_store;
   machine->may_have_effects = fn.may_have_effects;
   machine->loop_headers = fn.loop_headers;
