@@ -2837,12 +2837,17 @@ class CodeGen {
       }
     }
     // Products carried from one iteration to the next (FindProductInductions):
-    // one step short of the first iteration's, which the guard computed
-    // above with its overflow check. (The subtraction wraps where that
-    // value leaves int64; the first step brings it back.)
+    // at the loop's head, one step short of the first iteration's, which the
+    // guard computed above with its overflow check (the subtraction wraps
+    // where that value leaves int64; the first step brings it back). At an
+    // entry at a loop nested in this one (Dispatch), the iteration's own:
+    // its multiply ran before, in the interpreter, and the next iteration
+    // steps from it.
     for (const auto& [def, scale] : loop.inductions) {
       const Int& q = I(fn_.code[def].a);
-      if (ConstantInRange(scale, INT32_MIN + 1, INT32_MAX)) {
+      if (pc_ != loop.header) {
+        b_.Mov(q, product(scale).first);
+      } else if (ConstantInRange(scale, INT32_MIN + 1, INT32_MAX)) {
         b_.AddImm(q, product(scale).first, static_cast<int32_t>(-ConstantValueOf(scale)));
       } else {
         b_.Sub(q, product(scale).first, I(scale));
