@@ -139,7 +139,8 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
     }
     if (fits) {
       Value result;
-      if (!CallTyped(fn, values, &result)) return AfterFailedCall(self, args, nargsf, kwnames);
+      const bool ok = fn.leaf_frame ? CallLeaf(fn, values, &result) : CallTyped(fn, values, &result);
+      if (!ok) return AfterFailedCall(self, args, nargsf, kwnames);
       if (fn.result == ValueType::kFloat) return PyFloat_FromDouble(result.f);
       if (fn.result == ValueType::kInt) return PyLong_FromLongLong(result.i);
       return BoxValue(fn.result, result);

@@ -986,7 +986,8 @@ void NoteLeftFromStart(FunctionRuntime& runtime, bool returned) {
   }
 }
 
-[[gnu::always_inline]] inline bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result);
+[[gnu::always_inline]] inline bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result,
+                                                        Value* regs);
 
 constinit thread_local uintptr_t t_stack_limit PPY_FAST_TLS = 0;
 
@@ -1013,14 +1014,32 @@ inline bool StackExhausted() {
 
 }  // namespace
 
+namespace {
+bool CallCounted(const FunctionCode& fn, const Value* args, Value* result);
+}  // namespace
+
+// A leaf's machine code, the commonest call of a small kernel from Python:
+// no depth to count, no stack to check (it calls nothing, and its frame is
+// bounded: a fixed array for up to 16 words, kept out of CallTyped's own
+// frame, which a deep typed recursion repeats).
+bool CallLeaf(const FunctionCode& fn, const Value* args, Value* result) {
+  constexpr int kSmallFrameWords = 16;
+  if (g_profiling || InNogil() || !RunsMachineCodeDirectly(fn)) return CallCounted(fn, args, result);
+  fn.runtime->calls.Bump(false);
+  Value small[kSmallFrameWords];
+  Value* regs = fn.frame_words <= kSmallFrameWords ? small : static_cast<Value*>(alloca(FrameBytes(fn)));
+  return RunMachineCodeFrame(fn, args, result, regs);
+}
+
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
-  // A leaf's machine code (FunctionCode::leaf_frame), the commonest call of
-  // a small kernel: no depth to count, no stack to check (its frame is
-  // bounded and it calls nothing), nothing to profile.
-  if (fn.leaf_frame && !g_profiling && !InNogil() && RunsMachineCodeDirectly(fn)) {
-    fn.runtime->calls.Bump(false);
-    return RunMachineCodeFrame(fn, args, result);
-  }
+  return fn.leaf_frame ? CallLeaf(fn, args, result) : CallCounted(fn, args, result);
+}
+
+namespace {
+
+// Any other call: its depth counted against the recursion limit, the C
+// stack checked.
+bool CallCounted(const FunctionCode& fn, const Value* args, Value* result) {
   if (__builtin_expect(StackExhausted(), 0)) {
     TakeGil();
     PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded (the C stack is nearly full)");
@@ -1050,13 +1069,15 @@ bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
     ok = Interpret(fn, args, result);
     fn.runtime->nanoseconds += Now() - started;
   } else if (!nogil && RunsMachineCodeDirectly(fn)) {
-    ok = RunMachineCodeFrame(fn, args, result);
+    ok = RunMachineCodeFrame(fn, args, result, static_cast<Value*>(alloca(FrameBytes(fn))));
   } else {
     ok = Interpret(fn, args, result);
   }
   LeaveCompiledFrameOn(thread);
   return ok;
 }
+
+}  // namespace
 
 namespace {
 
@@ -2122,11 +2143,8 @@ namespace {
 // from where the machine code left, on this frame, as if Execute had
 // entered it (the common call of a small function from Python pays for no
 // interpreter frame).
-[[gnu::always_inline]] inline bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result) {
-  // (A small frame, the usual one, in a fixed array: no size to compute.)
-  constexpr int kSmallFrameWords = 16;
-  Value small[kSmallFrameWords];
-  Value* regs = fn.frame_words <= kSmallFrameWords ? small : static_cast<Value*>(alloca(FrameBytes(fn)));
+[[gnu::always_inline]] inline bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result,
+                                                        Value* regs) {
   MakeFrame(fn, args, regs);
   FunctionRuntime& runtime = *fn.runtime;
   const uint64_t effects_at_entry = g_effects;

@@ -23,6 +23,11 @@ bool InterpretChunk(const FunctionCode& fn, Value* regs, int pc, bool views_cont
 // counted (and timed while profiling).
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result);
 
+// CallTyped for a leaf (FunctionCode::leaf_frame), which cannot recurse: its
+// machine code runs on a frame in a fixed array, with no depth counted and
+// no stack checked (CallTyped itself where the machine code is not ready).
+bool CallLeaf(const FunctionCode& fn, const Value* args, Value* result);
+
 // A call from compiled code of the same module (CALL_FN). CPython looks the
 // callee's name up at every call: while the module's namespace binds it to this
 // very function the call is direct; otherwise (its def has not run yet, the
