@@ -1019,12 +1019,16 @@ bool CallCounted(const FunctionCode& fn, const Value* args, Value* result);
 }  // namespace
 
 // A leaf's machine code, the commonest call of a small kernel from Python:
-// no depth to count, no stack to check (it calls nothing, and its frame is
-// bounded: a fixed array for up to 16 words, kept out of CallTyped's own
-// frame, which a deep typed recursion repeats).
+// no stack to check (it calls nothing, and its frame is bounded: a fixed
+// array for up to 16 words, kept out of CallTyped's own frame, which a deep
+// typed recursion repeats), and its depth checked but not counted (no frame
+// above it could see the count). At the limit it is CallCounted's, which
+// raises RecursionError where a call of the Python function would.
 bool CallLeaf(const FunctionCode& fn, const Value* args, Value* result) {
   constexpr int kSmallFrameWords = 16;
-  if (g_profiling || InNogil() || !RunsMachineCodeDirectly(fn)) return CallCounted(fn, args, result);
+  if (g_profiling || InNogil() || !RunsMachineCodeDirectly(fn) || !BelowCompiledLimit(PyThreadState_Get())) {
+    return CallCounted(fn, args, result);
+  }
   fn.runtime->calls.Bump(false);
   Value small[kSmallFrameWords];
   Value* regs = fn.frame_words <= kSmallFrameWords ? small : static_cast<Value*>(alloca(FrameBytes(fn)));

@@ -83,6 +83,16 @@ inline bool EnterCompiledFrameOn(PyThreadState* thread) {
   return true;
 }
 
+// Whether a frame may enter below the limit, without counting itself: for a
+// frame that calls nothing, whose own count no other frame could see.
+inline bool BelowCompiledLimit(PyThreadState* thread) {
+#if PY_VERSION_HEX >= 0x030C0000
+  return thread->py_recursion_remaining > 0;
+#else
+  return thread->recursion_remaining > 0;
+#endif
+}
+
 inline void LeaveCompiledFrameOn(PyThreadState* thread) {
 #if PY_VERSION_HEX >= 0x030C0000
   ++thread->py_recursion_remaining;
