@@ -1162,6 +1162,20 @@ class CodeGen {
     return false;
   }
 
+  // dst := from + R[scale] (or - R[scale], `back`), wrapping: a carried
+  // product's step (FindProductInductions), with the scale as an immediate
+  // where it is a known int32.
+  void StepByScale(const Int& dst, const Int& from, int scale, bool back) {
+    if (ConstantInRange(scale, INT32_MIN + 1, INT32_MAX)) {
+      const int64_t k = ConstantValueOf(scale);
+      b_.AddImm(dst, from, static_cast<int32_t>(back ? -k : k));
+    } else if (back) {
+      b_.Sub(dst, from, I(scale));
+    } else {
+      b_.Add(dst, from, I(scale));
+    }
+  }
+
   // Whether invariant arithmetic at pc, `x = y + k` or `y - k` with k a
   // known int, needs no value at all: OnlyCheckedIndexesRead holds, and
   // each access that reads x is one of a group (grouped_offsets_), which
@@ -2845,13 +2859,8 @@ class CodeGen {
     // steps from it.
     for (const auto& [def, scale] : loop.inductions) {
       const Int& q = I(fn_.code[def].a);
-      if (pc_ != loop.header) {
-        b_.Mov(q, product(scale).first);
-      } else if (ConstantInRange(scale, INT32_MIN + 1, INT32_MAX)) {
-        b_.AddImm(q, product(scale).first, static_cast<int32_t>(-ConstantValueOf(scale)));
-      } else {
-        b_.Sub(q, product(scale).first, I(scale));
-      }
+      if (pc_ != loop.header) b_.Mov(q, product(scale).first);
+      else StepByScale(q, product(scale).first, scale, true);
     }
     // The loop gets its own copy of each buffer's data pointer: a short-lived
     // register the allocator keeps in the loop, while the function-long one may
@@ -5329,11 +5338,7 @@ class CodeGen {
         if (ArithmeticRange(in) || within_guard_.count(pc_)) {  // cannot overflow: no check
           if (in.op == Op::ADD_I && AddsConstantNext(in)) break;
           if (auto step = inductions_.find(pc_); step != inductions_.end()) {  // (FindProductInductions)
-            if (ConstantInRange(step->second, INT32_MIN, INT32_MAX)) {
-              b_.AddImm(I(a), I(a), static_cast<int32_t>(ConstantValueOf(step->second)));
-            } else {
-              b_.Add(I(a), I(a), I(step->second));
-            }
+            StepByScale(I(a), I(a), step->second, false);
             break;
           }
           EmitArithmetic(I(a), in, nullptr);

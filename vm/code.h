@@ -357,8 +357,8 @@ struct FunctionCode {
   // is borrowed by BORROW_U, which only the interpreter runs.)
   bool scalar_frame = false;
   // A scalar frame that calls nothing (no instruction flagged CALL or OBJ):
-  // it cannot recurse, so a call of it from Python counts no depth and
-  // checks no stack (CallTyped), as a C function's call would not.
+  // it cannot recurse, so its call checks the recursion limit without
+  // counting itself and checks no stack (CallLeaf).
   bool leaf_frame = false;
   // num_params(), end_of_constants() and num_registers(), kept as ints for
   // the frame a call makes (MakeFrame), which would otherwise divide

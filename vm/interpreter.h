@@ -24,8 +24,9 @@ bool InterpretChunk(const FunctionCode& fn, Value* regs, int pc, bool views_cont
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result);
 
 // CallTyped for a leaf (FunctionCode::leaf_frame), which cannot recurse: its
-// machine code runs on a frame in a fixed array, with no depth counted and
-// no stack checked (CallTyped itself where the machine code is not ready).
+// machine code runs on a frame in a fixed array, the recursion limit checked
+// but its depth not counted, and no stack checked (the counted call where
+// the machine code is not ready, or at the limit).
 bool CallLeaf(const FunctionCode& fn, const Value* args, Value* result);
 
 // A call from compiled code of the same module (CALL_FN). CPython looks the
