@@ -2166,7 +2166,25 @@ class CodeGen {
       b_.LoadInt(bound, bound, static_cast<int32_t>(d * sizeof(const uint64_t*)));
       b_.LoadInt(bound, bound, 0);
       b_.BranchInt(IntCond::kNe, now, bound, exit);
+      EmitBoundCodeCheck(versions, d, exit);
     }
+  }
+
+  // Where the name of function d may hold the def's Python function in place
+  // of its Function (BoundPython: a def whose calls from Python run as
+  // Python), that the function still has the code it was bound with, as
+  // CallModuleFunction checks (BoundCodeUnchanged); else to `changed`.
+  void EmitBoundCodeCheck(const Int& versions, int d, const Label& changed) {
+    Int bound = b_.NewInt(), function = b_.NewInt(), code = b_.NewInt();
+    Label unchanged = b_.NewLabel();
+    b_.LoadInt(bound, versions, static_cast<int32_t>(offsetof(ModuleVersions, bound_python)));
+    b_.LoadInt(bound, bound, static_cast<int32_t>(d * sizeof(const BoundPython*)));
+    b_.LoadInt(function, bound, static_cast<int32_t>(offsetof(BoundPython, function)));
+    b_.BranchIntImm(IntCond::kEq, function, 0, unchanged);
+    b_.LoadInt(function, function, static_cast<int32_t>(offsetof(PyFunctionObject, func_code)));
+    b_.LoadInt(code, bound, static_cast<int32_t>(offsetof(BoundPython, code)));
+    b_.BranchInt(IntCond::kNe, function, code, changed);
+    b_.Bind(unchanged);
   }
 
   // INDEX_U in a counted loop, of a buffer the loop never reassigns (an N-d
@@ -3887,6 +3905,7 @@ class CodeGen {
     b_.LoadInt(bound, bound, static_cast<int32_t>(d * sizeof(const uint64_t*)));
     b_.LoadInt(bound, bound, 0);
     b_.BranchInt(IntCond::kNe, now, bound, call);
+    EmitBoundCodeCheck(versions, d, call);
     CodeGen inner(b_, callee);
     inner.GenerateInline(*this, first_arg, result, done, call);
   }

@@ -111,6 +111,24 @@ constexpr const char* kObjectCodeReason =
 constexpr const char* kGlueReason =
     "no operation but moving objects, which costs less as Python when called from Python; @ppy.native compiles it";
 
+// Glue: an instruction that moves, tests, jumps, boxes or returns a value
+// its neighbours made, which costs the same wherever the code runs.
+bool IsGlue(Op op) {
+  switch (op) {
+    case Op::MOVE_I: case Op::MOVE_F: case Op::MOVE_O: case Op::MOVE_U:
+    case Op::TRUTH_I: case Op::TRUTH_F: case Op::TRUTH_O: case Op::NOT:
+    case Op::BOX_I: case Op::BOX_B: case Op::BOX_F: case Op::BOX_C:
+    case Op::UNBOX_I: case Op::UNBOX_F: case Op::UNBOX_FE: case Op::UNBOX_C: case Op::UNBOX_B: case Op::UNBOX_INDEX:
+    case Op::JMP: case Op::JT: case Op::JF: case Op::LOOP:
+    case Op::FORPREP: case Op::FORLOOP: case Op::FORLOOP_INC:
+    case Op::RET_I: case Op::RET_F: case Op::RET_O: case Op::RET_NONE:
+    case Op::CHECK_BOUND_I: case Op::CHECK_BOUND_O: case Op::CHECK_BOUND_U:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Why `fn` runs as Python (kObjectCodeReason or kGlueReason), or null.
 const char* ObjectCodeAsPython(const FunctionCode& fn) {
   const int n = static_cast<int>(fn.code.size());
@@ -134,19 +152,7 @@ const char* ObjectCodeAsPython(const FunctionCode& fn) {
     level += depth[pc];
     const double weight = std::pow(16.0, std::min(level, 8));
     const Op op = fn.code[pc].op;
-    switch (op) {
-      case Op::MOVE_I: case Op::MOVE_F: case Op::MOVE_O: case Op::MOVE_U:
-      case Op::TRUTH_I: case Op::TRUTH_F: case Op::TRUTH_O: case Op::NOT:
-      case Op::BOX_I: case Op::BOX_B: case Op::BOX_F: case Op::BOX_C:
-      case Op::UNBOX_I: case Op::UNBOX_F: case Op::UNBOX_FE: case Op::UNBOX_C: case Op::UNBOX_B: case Op::UNBOX_INDEX:
-      case Op::JMP: case Op::JT: case Op::JF: case Op::LOOP:
-      case Op::FORPREP: case Op::FORLOOP: case Op::FORLOOP_INC:
-      case Op::RET_I: case Op::RET_F: case Op::RET_O: case Op::RET_NONE:
-      case Op::CHECK_BOUND_I: case Op::CHECK_BOUND_O: case Op::CHECK_BOUND_U:
-        continue;
-      default: break;
-    }
-    if (counted_guard[pc]) continue;
+    if (IsGlue(op) || counted_guard[pc]) continue;
     // A subscript by a typed int counts with the typed work: a list or tuple
     // item is read without the int object CPython makes for it. (A store by
     // one, SETITEM_I, saves the same int object but counts as object work
@@ -160,6 +166,68 @@ const char* ObjectCodeAsPython(const FunctionCode& fn) {
     if (KindOf(param.type) != Kind::kObject) return nullptr;
   }
   return kGlueReason;
+}
+
+// A compiled function whose body is smaller than a call into compiled code
+// costs more when Python calls it than CPython's own call of its Python
+// function: CPython 3.11 runs a Python-to-Python call in its eval loop,
+// without a C call, and passes the argument objects as they are, where a
+// call of a Function unboxes them, enters machine code and boxes the result
+// (about 25 ns more on the machines measured). What the compiled body saves
+// depends on the operation: CPython specializes + - * of two floats or two
+// ints and a comparison of two floats or two ints that decides a jump
+// (BINARY_OP_ADD_FLOAT, COMPARE_OP_FLOAT_JUMP, ...: a few instructions and
+// at most one new object), and runs every other operation through the
+// generic protocol or a call (`/`, `//`, `%`, `**`, bit operations, a
+// comparison whose bool is a value, an int with a float, abs, min, max, the
+// math functions, conversions).
+//
+// Measured from a Python loop (benchmarks/calls.py --compiled, every def a
+// Function; AMD EPYC, CPython 3.11.7, 5 December 2026), speed against
+// CPython's: `return x` 0.75x, `x * x` 0.97x, `x if x > 0.0 else 0.0`
+// 0.89x, ints `a + b` 0.92x-0.94x; two specialized operations are a coin
+// toss (`a + b + c` 0.98x-1.09x, `a * b + c` of floats 1.06x-1.08x, of ints
+// 0.99x-1.09x); three win (`a + (b - a) * t` 1.16x-1.34x), and so does one
+// generic operation (`math.sqrt(x)` 1.12x-1.21x, `n * 0.5` of an int 1.29x,
+// `(a ^ b) & 1023` 1.20x-1.30x, `lo <= x and x <= hi` 1.45x-1.51x).
+//
+// So a function of scalar parameters and result (nothing to borrow or own),
+// with no loop and no call, whose body is glue and at most two operations,
+// both of those CPython specializes, keeps its Python function for calls
+// from Python (python_entry: the module binds the Python function to the
+// name). The module's compiled functions still call the compiled code
+// directly, or inline it, while the name holds that function.
+constexpr const char* kSmallCallReason =
+    "two operations at most, which CPython specializes: cheaper as Python than a call into compiled code";
+
+// Whether CPython 3.11 runs `op` specialized (see above).
+bool SpecializedByCPython(Op op) {
+  switch (op) {
+    case Op::ADD_I: case Op::SUB_I: case Op::MUL_I: case Op::ADD_F: case Op::SUB_F: case Op::MUL_F:
+    case Op::JLT_I: case Op::JLE_I: case Op::JEQ_I: case Op::JNE_I:
+    case Op::JLT_F: case Op::JLE_F: case Op::JEQ_F: case Op::JNE_F: case Op::JNLT_F: case Op::JNLE_F:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Why calls from Python of `fn` run its Python function (kSmallCallReason), or null.
+const char* SmallCallAsPython(const FunctionCode& fn) {
+  auto scalar = [](ValueType type) {
+    return type == ValueType::kInt || type == ValueType::kFloat || type == ValueType::kBool;
+  };
+  if (!(scalar(fn.result) || fn.result == ValueType::kNone)) return nullptr;
+  for (const Param& param : fn.params) {
+    if (!scalar(param.type)) return nullptr;
+  }
+  int operations = 0;
+  for (const Instr& in : fn.code) {
+    if (HasFlag(in.op, kFlagLoop) || HasFlag(in.op, kFlagCall) || HasFlag(in.op, kFlagObj)) return nullptr;
+    if (IsGlue(in.op)) continue;
+    if (!SpecializedByCPython(in.op) || ++operations > 2) return nullptr;
+  }
+  return kSmallCallReason;
 }
 
 }  // namespace
@@ -298,6 +366,15 @@ CompileResult CompileModule(PyObject* tree, const std::string& filename, const s
     }
     if (fn.compiled) {
       report.code_index = static_cast<int>(next);
+      // (@ppy.native and @ppy.nogil ask for the compiled function itself. A
+      // def with defaults keeps its Function, which refuses a change of them
+      // that compiled callers, which bind what it was compiled with, would
+      // not see; a def without has none to change.)
+      const bool defaults = std::any_of(fn.def->params.begin(), fn.def->params.end(),
+                                        [](const ParamSyntax& param) { return param.default_value != nullptr; });
+      if (object_code_as_python && !fn.native_required && !defaults) {
+        if (const char* why = SmallCallAsPython(*lowered[next])) report.python_entry = why;
+      }
       result.code->functions.push_back(std::move(lowered[next++]));
       report.generic_param = fn.generic_param;
     } else {

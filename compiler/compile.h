@@ -24,6 +24,9 @@ struct FunctionReport {
   bool native_required = false;
   std::string reason;  // why it runs as Python
   Loc reason_loc;
+  // Compiled, but why calls from Python run its Python function (the module
+  // binds that to the name: compile.cpp, SmallCallAsPython), or empty.
+  std::string python_entry;
   // Unannotated locals whose assignments disagree, so they hold dynamic
   // values: "s (int at line 3, float at line 5)".
   std::vector<std::string> dynamic_locals;

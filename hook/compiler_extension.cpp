@@ -54,11 +54,12 @@ PyObject* Compile(PyObject*, PyObject* args) {
   }
   PyObject* functions = PyList_New(0);
   for (const FunctionReport& report : result.functions) {
-    PyObject* item = Py_BuildValue("{s:s,s:i,s:i,s:i,s:O,s:O,s:s,s:N}", "name", report.name.c_str(), "line",
+    PyObject* item = Py_BuildValue("{s:s,s:i,s:i,s:i,s:O,s:O,s:s,s:N,s:s}", "name", report.name.c_str(), "line",
                                    report.line, "statement", report.statement_index, "index", report.code_index,
                                    "compiled", report.compiled ? Py_True : Py_False, "native",
                                    report.native_required ? Py_True : Py_False, "reason", report.reason.c_str(),
-                                   "reason_loc", LocTuple(report.reason_loc));
+                                   "reason_loc", LocTuple(report.reason_loc), "python_entry",
+                                   report.python_entry.c_str());
     PyObject* region = Py_BuildValue("{s:i,s:i,s:s,s:N}", "region", report.region_index, "region_ops",
                                      report.region_ops, "region_reason", report.region_reason.c_str(),
                                      "region_reason_loc", LocTuple(report.region_reason_loc));

@@ -204,6 +204,17 @@ using KnownValues = std::vector<std::pair<int, int64_t>>;
 
 struct UnboxedCode;  // vm/unbox.h
 
+// The def's Python function, where the module binds it to the name in
+// place of a Function (python_entry: calls from Python run as Python), and
+// the code object it was bound with: the name holding that function with
+// that code means the def too (vm/interpreter.cpp, BoundCodeUnchanged;
+// machine code that inlines a call of it checks the same through
+// ModuleVersions::bound_python). Owned; written under the GIL, once.
+struct BoundPython {
+  PyObject* function = nullptr;
+  PyObject* code = nullptr;
+};
+
 // The per-process runtime state of one function (FunctionCode::runtime): never
 // serialized, never verified, written while the function runs, by any thread.
 struct FunctionRuntime {
@@ -299,6 +310,7 @@ struct FunctionRuntime {
   // version of the module's globals when the name last held this function.
   PyObject* name_object = nullptr;        // written under the GIL
   std::atomic<uint64_t> globals_version{0};  // read without it by nogil calls and by machine code
+  BoundPython bound_python;
   // Machine code of another function runs this one's code in place of a call
   // (asmjit-backend/codegen.h, InlinableCallee): those calls are not counted.
   std::atomic<bool> jit_inlined{false};
@@ -423,6 +435,7 @@ struct FunctionCode {
 struct ModuleVersions {
   const uint64_t* globals = nullptr;
   const uint64_t* const* bound = nullptr;
+  const BoundPython* const* bound_python = nullptr;  // per function index: its FunctionRuntime's
 };
 
 struct ModuleCode {
@@ -443,6 +456,7 @@ struct ModuleCode {
   bool builtins_watched = false;  // the same, for the builtins (a dict)
   ModuleVersions versions;                   // set by PrepareModule and WatchGlobals
   std::vector<const uint64_t*> bound_words;  // what versions.bound points at
+  std::vector<const BoundPython*> bound_pythons;  // what versions.bound_python points at
 
   // While machine code is pending (JitState::kPending): where it will appear,
   // the lock its builder holds, what it must match, and when we last looked.

@@ -127,7 +127,10 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
   if (kwnames == nullptr && count == self->scalar_call_arity) {
     const FunctionCode& fn = *self->code;
     const Param* params = fn.params.data();
-    Value values[kMaxScalarCallParams];
+    // The arguments' values, unboxed straight into a leaf's frame (see
+    // CallLeafOnFrame).
+    static_assert(kMaxScalarCallParams <= kLeafFrameWords);
+    Value values[kLeafFrameWords];
     bool fits = true;
     // (Floats and ints tested first, in line: ArgumentFits's switch is a
     // jump through a table for each argument.)
@@ -139,7 +142,7 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
     }
     if (fits) {
       Value result;
-      const bool ok = fn.leaf_frame ? CallLeaf(fn, values, &result) : CallTyped(fn, values, &result);
+      const bool ok = FitsLeafFrame(fn) ? CallLeafOnFrame(fn, values, &result) : CallTyped(fn, values, &result);
       if (!ok) return AfterFailedCall(self, args, nargsf, kwnames);
       if (fn.result == ValueType::kFloat) return PyFloat_FromDouble(result.f);
       if (fn.result == ValueType::kInt) return PyLong_FromLongLong(result.i);
@@ -282,11 +285,17 @@ PyGetSetDef kFunctionGetSet[] = {
 // compiled def, so that CPython evaluates decorators, defaults and annotations
 // in its own order, creates the Python function, and this turns it into the
 // compiled function before the other decorators see it.
+enum class BinderKind : uint8_t {
+  kFunction,     // binder(index): a Function
+  kRegion,       // region(index): a RegionFunction
+  kPythonEntry,  // python_entry(index): the Python function itself (see ModulePythonEntry)
+};
+
 struct BinderObject {
   PyObject_HEAD
   CompiledModuleObject* module;
   Py_ssize_t index;
-  bool region;  // region(index) rather than binder(index)
+  BinderKind kind;
   // binder(index, generic_param, ((elem, index), ...)) of an element-generic def.
   int generic_param;
   PyObject* specializations;  // that tuple, or null
@@ -376,8 +385,27 @@ PyObject* BinderCall(PyObject* op, PyObject* args, PyObject* kwargs) {
   auto* self = reinterpret_cast<BinderObject*>(op);
   PyObject* python;
   if (!PyArg_ParseTuple(args, "O:binder", &python)) return nullptr;
-  if (!self->region && self->specializations == nullptr) return NewFunction(self->module, self->index, python);
-  if (!self->region) return NewGenericFunction(self, python);
+  if (self->kind == BinderKind::kPythonEntry) {
+    if (!PyFunction_Check(python)) {
+      PyErr_SetString(PyExc_TypeError, "ppy: python_entry() decorates a Python function");
+      return nullptr;
+    }
+    // Compiled callers' direct calls go on while the name holds this very
+    // function with this code (CallModuleFunction). Once: machine code reads
+    // the function it was bound to.
+    BoundPython& bound = self->module->code->functions[self->index]->runtime->bound_python;
+    if (bound.function != nullptr) {
+      PyErr_SetString(PyExc_RuntimeError, "ppy: python_entry() binds a def once");
+      return nullptr;
+    }
+    bound.code = Py_NewRef(PyFunction_GET_CODE(python));
+    bound.function = Py_NewRef(python);
+    return Py_NewRef(python);
+  }
+  if (self->kind == BinderKind::kFunction && self->specializations == nullptr) {
+    return NewFunction(self->module, self->index, python);
+  }
+  if (self->kind == BinderKind::kFunction) return NewGenericFunction(self, python);
   PyObject* section = self->module->extras ? PyDict_GetItemString(self->module->extras, kRegionSection) : nullptr;
   if (!RegionTierInstalled()) return nullptr;
   PyObject* function = g_region_tier.new_function(section, self->index, python);
@@ -404,6 +432,7 @@ int ModuleTraverse(PyObject* op, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   if (self->code != nullptr) {
     Py_VISIT(self->code->globals);
+    for (auto& fn : self->code->functions) Py_VISIT(fn->runtime->bound_python.function);  // (code: no cycle)
   }
   Py_VISIT(self->extras);
   Py_VISIT(self->regions);
@@ -427,12 +456,13 @@ void ModuleDealloc(PyObject* op) {
   PyObject_GC_Del(op);
 }
 
-PyObject* NewBinder(PyObject* op, PyObject* arg, bool region, int generic_param = -1,
+PyObject* NewBinder(PyObject* op, PyObject* arg, BinderKind kind, int generic_param = -1,
                     PyObject* specializations = nullptr) {
   auto* self = reinterpret_cast<CompiledModuleObject*>(op);
   Py_ssize_t index = PyLong_AsSsize_t(arg);
   if (index == -1 && PyErr_Occurred()) return nullptr;
-  if (index < 0 || (!region && index >= static_cast<Py_ssize_t>(self->code->functions.size()))) {
+  if (index < 0 ||
+      (kind != BinderKind::kRegion && index >= static_cast<Py_ssize_t>(self->code->functions.size()))) {
     PyErr_SetString(PyExc_IndexError, "no such compiled function");
     return nullptr;
   }
@@ -440,7 +470,7 @@ PyObject* NewBinder(PyObject* op, PyObject* arg, bool region, int generic_param 
   if (binder == nullptr) return nullptr;
   binder->module = reinterpret_cast<CompiledModuleObject*>(Py_NewRef(op));
   binder->index = index;
-  binder->region = region;
+  binder->kind = kind;
   binder->generic_param = generic_param;
   binder->specializations = Py_XNewRef(specializations);
   PyObject_GC_Track(binder);
@@ -457,11 +487,19 @@ PyObject* ModuleBinder(PyObject* op, PyObject* args) {
   if (!PyArg_ParseTuple(args, "O|iO!:binder", &index, &generic_param, &PyTuple_Type, &specializations)) {
     return nullptr;
   }
-  return NewBinder(op, index, false, generic_param, specializations);
+  return NewBinder(op, index, BinderKind::kFunction, generic_param, specializations);
 }
 
 // region(index) -> the decorator that makes a region's def a RegionFunction.
-PyObject* ModuleRegion(PyObject* op, PyObject* arg) { return NewBinder(op, arg, true); }
+PyObject* ModuleRegion(PyObject* op, PyObject* arg) { return NewBinder(op, arg, BinderKind::kRegion); }
+
+// python_entry(index) -> the decorator of a compiled def that calls from
+// Python run as Python (compiler/compile.cpp, SmallCallAsPython: a body that
+// costs less than a call into compiled code): it leaves the Python function
+// bound to the name, so that CPython calls it as it calls any other, and
+// records it, so that the module's compiled callers still call the compiled
+// code directly while the name holds it.
+PyObject* ModulePythonEntry(PyObject* op, PyObject* arg) { return NewBinder(op, arg, BinderKind::kPythonEntry); }
 
 // Appends `item` (a new reference, or null where making it failed) to
 // `list` and releases it: false, with the exception set, if either failed.
@@ -658,6 +696,8 @@ PyMethodDef kModuleMethods[] = {
     {"binder", ModuleBinder, METH_VARARGS,
      "binder(index[, generic_param, specializations]) -> the decorator that makes a compiled def's function"},
     {"region", ModuleRegion, METH_O, "region(index) -> the decorator that makes a region's def a RegionFunction"},
+    {"python_entry", ModulePythonEntry, METH_O,
+     "python_entry(index) -> the decorator of a compiled def whose calls from Python run its Python function"},
     {"region_stats", ModuleRegionStats, METH_NOARGS, "region_stats() -> [(name, calls, ops, python calls)]"},
     {"region_dis", ModuleRegionDis, METH_O, "region_dis(index) -> the op sequence of a region"},
     {"function_names", ModuleFunctionNames, METH_NOARGS, "The compiled functions, in index order."},

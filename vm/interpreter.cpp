@@ -932,14 +932,18 @@ inline size_t FrameBytes(const FunctionCode& fn) { return sizeof(Value) * fn.fra
 // A call's frame: the arguments, the constants after them, every other
 // register zero. Word by word: a frame holds a few registers, for which a
 // call of memcpy or memset costs more than the copy (see CopyWords).
-inline void MakeFrame(const FunctionCode& fn, const Value* args, Value* regs) {
+inline void MakeFrameAfterParams(const FunctionCode& fn, Value* regs) {
   const int num_params = fn.frame_params;
   const int end_of_constants = fn.frame_constants_end;
-  CopyWords(regs, args, num_params);
   if (end_of_constants > num_params) {  // (data() may be null when there are none)
     CopyWords(regs + num_params, fn.initial_constants.data(), end_of_constants - num_params);
   }
   ZeroWords(regs + end_of_constants, fn.frame_registers - end_of_constants);
+}
+
+inline void MakeFrame(const FunctionCode& fn, const Value* args, Value* regs) {
+  CopyWords(regs, args, fn.frame_params);
+  MakeFrameAfterParams(fn, regs);
 }
 
 // The global versions machine code checks its cached globals against.
@@ -949,7 +953,7 @@ inline const ModuleVersions* ModuleVersionsOf(const FunctionCode& fn) {
 }
 
 // Whether a call of `fn` runs its machine code from the first instruction
-// with no interpreter frame around it (RunMachineCodeFrame): compiled, past
+// with no interpreter frame around it (RunMachineCodeOnFrame): compiled, past
 // the choice of a value specialization (so that TierUpAtCall has nothing
 // left to do and no value needs recording), entered at its start, and a
 // scalar frame (FunctionCode::scalar_frame: nothing to own, release or check
@@ -986,8 +990,7 @@ void NoteLeftFromStart(FunctionRuntime& runtime, bool returned) {
   }
 }
 
-[[gnu::always_inline]] inline bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result,
-                                                        Value* regs);
+[[gnu::always_inline]] inline bool RunMachineCodeOnFrame(const FunctionCode& fn, Value* result, Value* regs);
 
 constinit thread_local uintptr_t t_stack_limit PPY_FAST_TLS = 0;
 
@@ -1019,24 +1022,31 @@ bool CallCounted(const FunctionCode& fn, const Value* args, Value* result);
 }  // namespace
 
 // A leaf's machine code, the commonest call of a small kernel from Python:
-// no stack to check (it calls nothing, and its frame is bounded: a fixed
-// array for up to 16 words, kept out of CallTyped's own frame, which a deep
-// typed recursion repeats), and its depth checked but not counted (no frame
-// above it could see the count). At the limit it is CallCounted's, which
-// raises RecursionError where a call of the Python function would.
-bool CallLeaf(const FunctionCode& fn, const Value* args, Value* result) {
-  constexpr int kSmallFrameWords = 16;
+// no stack to check (it calls nothing, and its frame is bounded by
+// kLeafFrameWords), and its depth checked but not counted (no frame above it
+// could see the count). At the limit it is CallCounted's, which raises
+// RecursionError where a call of the Python function would. The arguments
+// are in place already: FunctionVectorcall unboxes them into the frame, so
+// that each is stored once on its way from its object to the machine code.
+bool CallLeafOnFrame(const FunctionCode& fn, Value* frame, Value* result) {
   if (g_profiling || InNogil() || !RunsMachineCodeDirectly(fn) || !BelowCompiledLimit(PyThreadState_Get())) {
-    return CallCounted(fn, args, result);
+    return CallCounted(fn, frame, result);
   }
   fn.runtime->calls.Bump(false);
-  Value small[kSmallFrameWords];
-  Value* regs = fn.frame_words <= kSmallFrameWords ? small : static_cast<Value*>(alloca(FrameBytes(fn)));
-  return RunMachineCodeFrame(fn, args, result, regs);
+  MakeFrameAfterParams(fn, frame);
+  return RunMachineCodeOnFrame(fn, result, frame);
+}
+
+// (Not inlined in CallTyped: its array stays out of CallTyped's own frame,
+// which a deep typed recursion repeats.)
+[[gnu::noinline]] bool CallLeaf(const FunctionCode& fn, const Value* args, Value* result) {
+  Value frame[kLeafFrameWords];
+  CopyWords(frame, args, fn.frame_params);
+  return CallLeafOnFrame(fn, frame, result);
 }
 
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result) {
-  return fn.leaf_frame ? CallLeaf(fn, args, result) : CallCounted(fn, args, result);
+  return FitsLeafFrame(fn) ? CallLeaf(fn, args, result) : CallCounted(fn, args, result);
 }
 
 namespace {
@@ -1073,7 +1083,9 @@ bool CallCounted(const FunctionCode& fn, const Value* args, Value* result) {
     ok = Interpret(fn, args, result);
     fn.runtime->nanoseconds += Now() - started;
   } else if (!nogil && RunsMachineCodeDirectly(fn)) {
-    ok = RunMachineCodeFrame(fn, args, result, static_cast<Value*>(alloca(FrameBytes(fn))));
+    Value* regs = static_cast<Value*>(alloca(FrameBytes(fn)));
+    MakeFrame(fn, args, regs);
+    ok = RunMachineCodeOnFrame(fn, result, regs);
   } else {
     ok = Interpret(fn, args, result);
   }
@@ -1224,6 +1236,14 @@ PyObject* LookupGlobalCached(const FunctionCode& fn, int pc, PyObject* name) {
   return value;
 }
 
+// Whether the Python function a def's name may hold in place of its
+// Function (FunctionRuntime::bound_python), if any, still runs the code it
+// was bound with: a new __code__ is a different function to its callers.
+inline bool BoundCodeUnchanged(const FunctionRuntime& runtime) {
+  const BoundPython& bound = runtime.bound_python;
+  return bound.function == nullptr || PyFunction_GET_CODE(bound.function) == bound.code;
+}
+
 // The typed call itself: the callee's code if the module's name still holds
 // it, else whatever the name holds now.
 bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value* result) {
@@ -1233,7 +1253,8 @@ bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value
   // version without the GIL: a rebinding by another thread at that very
   // moment takes effect at one of its next calls.
   const uint64_t version = GlobalsVersion(*callee.module);
-  if (version != 0 && version == callee.runtime->globals_version.load(std::memory_order_relaxed)) {
+  if (version != 0 && version == callee.runtime->globals_version.load(std::memory_order_relaxed) &&
+      BoundCodeUnchanged(*callee.runtime)) {
     return CallTyped(callee, args, result);
   }
   TakeGil();  // the lookup reads the module's namespace
@@ -1243,7 +1264,10 @@ bool CallModuleFunctionOnce(const FunctionCode& callee, const Value* args, Value
   }
   PyObject* current = LookupGlobal(callee, callee.runtime->name_object);  // borrowed
   if (current == nullptr) return false;
-  if (Py_TYPE(current) == &FunctionType && reinterpret_cast<FunctionObject*>(current)->code == &callee) {
+  // (The def's Function, or its Python function where calls from Python
+  // run as Python: FunctionRuntime::bound_python.)
+  if ((Py_TYPE(current) == &FunctionType && reinterpret_cast<FunctionObject*>(current)->code == &callee) ||
+      (current == callee.runtime->bound_python.function && BoundCodeUnchanged(*callee.runtime))) {
     callee.runtime->globals_version.store(version, std::memory_order_relaxed);
     return CallTyped(callee, args, result);
   }
@@ -2123,7 +2147,7 @@ struct ChunkStart {
 };
 
 // A frame whose machine code, entered at the function's start by
-// RunMachineCodeFrame, left it otherwise than by returning: the registers it
+// RunMachineCodeOnFrame, left it otherwise than by returning: the registers it
 // left, what its entry returned, and g_effects when the call began.
 struct MachineCodeExit {
   Value* regs;
@@ -2147,9 +2171,7 @@ namespace {
 // from where the machine code left, on this frame, as if Execute had
 // entered it (the common call of a small function from Python pays for no
 // interpreter frame).
-[[gnu::always_inline]] inline bool RunMachineCodeFrame(const FunctionCode& fn, const Value* args, Value* result,
-                                                        Value* regs) {
-  MakeFrame(fn, args, regs);
+[[gnu::always_inline]] inline bool RunMachineCodeOnFrame(const FunctionCode& fn, Value* result, Value* regs) {
   FunctionRuntime& runtime = *fn.runtime;
   const uint64_t effects_at_entry = g_effects;
   JitCallContext context{g_tiering.helpers, &fn, ModuleVersionsOf(fn)};
@@ -2393,7 +2415,7 @@ bool Execute(const FunctionCode& fn, const Value* args, Value* result, const Chu
   // A prange chunk's error already has this function's frame, at its line.
   bool traced = false;
   // Whether the machine code last entered was the function's, entered here at
-  // its start (NoteLeftFromStart; a scalar frame that RunMachineCodeFrame
+  // its start (NoteLeftFromStart; a scalar frame that RunMachineCodeOnFrame
   // ran, returning without the interpreter, is not counted at all).
   bool entered_at_start = false;
   if (exit != nullptr) {

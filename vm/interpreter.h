@@ -23,10 +23,21 @@ bool InterpretChunk(const FunctionCode& fn, Value* regs, int pc, bool views_cont
 // counted (and timed while profiling).
 bool CallTyped(const FunctionCode& fn, const Value* args, Value* result);
 
-// CallTyped for a leaf (FunctionCode::leaf_frame), which cannot recurse: its
-// machine code runs on a frame in a fixed array, the recursion limit checked
-// but its depth not counted, and no stack checked (the counted call where
-// the machine code is not ready, or at the limit).
+// The words of a leaf's frame that its callers keep in a fixed array.
+inline constexpr int kLeafFrameWords = 16;
+
+// A leaf (FunctionCode::leaf_frame: it cannot recurse) whose frame fits in
+// kLeafFrameWords: CallTyped calls it without counting its depth.
+inline bool FitsLeafFrame(const FunctionCode& fn) { return fn.leaf_frame && fn.frame_words <= kLeafFrameWords; }
+
+// CallTyped for a leaf that FitsLeafFrame, on `frame`: an array of
+// kLeafFrameWords whose first fn.num_params() hold the arguments. Its machine
+// code runs on that frame, the recursion limit checked but its depth not
+// counted, and no stack checked (the counted call where the machine code is
+// not ready, or at the limit).
+bool CallLeafOnFrame(const FunctionCode& fn, Value* frame, Value* result);
+
+// CallLeafOnFrame with the arguments copied into a frame of its own.
 bool CallLeaf(const FunctionCode& fn, const Value* args, Value* result);
 
 // A call from compiled code of the same module (CALL_FN). CPython looks the

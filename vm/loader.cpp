@@ -52,10 +52,13 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
   // makes every call (null: no inlined call runs).
   module.versions.globals = nullptr;
   module.bound_words.clear();
+  module.bound_pythons.clear();
   for (auto& fn : module.functions) {
     module.bound_words.push_back(reinterpret_cast<const uint64_t*>(&fn->runtime->globals_version));
+    module.bound_pythons.push_back(&fn->runtime->bound_python);
   }
   module.versions.bound = module.bound_words.data();
+  module.versions.bound_python = module.bound_pythons.data();
 
   for (auto& fn : module.functions) {
     fn->module = &module;
@@ -124,6 +127,10 @@ Status PrepareModule(ModuleCode& module, PyObject* globals) {
 void ReleaseModule(ModuleCode& module) {
   Py_CLEAR(module.globals);
   Py_CLEAR(module.builtins);
+  for (auto& fn : module.functions) {
+    Py_CLEAR(fn->runtime->bound_python.function);
+    Py_CLEAR(fn->runtime->bound_python.code);
+  }
 }
 
 }  // namespace ppy

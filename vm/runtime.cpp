@@ -59,9 +59,11 @@ FunctionCode::~FunctionCode() {
 FunctionRuntime::~FunctionRuntime() {
   if (jit_memory != nullptr) munmap(jit_memory, jit_size);
   if (special_memory != nullptr) munmap(special_memory, special_size);
-  if (name_object == nullptr || !Py_IsInitialized()) return;
+  if ((name_object == nullptr && bound_python.function == nullptr) || !Py_IsInitialized()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   Py_XDECREF(name_object);
+  Py_XDECREF(bound_python.function);
+  Py_XDECREF(bound_python.code);
   PyGILState_Release(gil);
 }
 

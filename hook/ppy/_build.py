@@ -11,7 +11,9 @@ ordinary Python: every compiled `def` gets one more decorator, the innermost,
 so that CPython evaluates decorators, defaults and annotations in its own order
 and creates the Python function, which the binder turns into the compiled
 function (keeping the Python one for calls whose arguments do not fit the
-annotations). The module's code object is marshalled into the entry beside the
+annotations). A def whose body costs less than a call into compiled code gets
+`python_entry(INDEX)` instead, which leaves the Python function bound for
+calls from Python and lets the module's compiled callers call its code. The module's code object is marshalled into the entry beside the
 bytecode, and a warm import runs it without parsing.
 
 May import: the extension `_compiler` and `_entry` (the entry's sections,
@@ -30,7 +32,11 @@ def rewrite(tree, functions):
     """Gives every compiled top-level def of `tree` its binder decorator, and
     every region's def its region decorator."""
     for function in functions:
-        if function["compiled"]:
+        if function["compiled"] and function.get("python_entry"):
+            # Calls from Python run the Python function (compile.cpp,
+            # SmallCallAsPython); compiled callers call the code directly.
+            method, index = "python_entry", function["index"]
+        elif function["compiled"]:
             method, index = "binder", function["index"]
         elif function["region"] >= 0:
             method, index = "region", function["region"]

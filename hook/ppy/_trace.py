@@ -78,6 +78,8 @@ def functions_bound(name, metadata, compiled, source_path=None):
         elif function["compiled"]:
             tier = tiers[function["index"]]
             what = "jit (machine code mapped)" if tier == "jit" else "vm (machine code once hot)"
+            if function.get("python_entry"):
+                what += f"; called from Python: python ({function['python_entry']})"
             _emit(f"  {name}.{function['name']}: {what}")
         else:
             line = function["reason_loc"][0]

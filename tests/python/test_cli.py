@@ -112,15 +112,21 @@ def test_check_says_a_bool_element_takes_a_bool(runner, tmp_path):
 def test_check_verbose_lists_tiers_and_fallback_reasons(runner, tmp_path):
     path = _write(tmp_path, "mixed.ppy", """\
         def fast(x: int) -> int:
-            return x + 1
+            return x * 2 % 7
 
         def slow(xs: list) -> list:
             return [x + 1 for x in xs]
+
+        def small(x: int) -> int:
+            return x + 1
         """)
     result = runner.ppy("check", "-v", path)
     assert result.returncode == 0
     assert result.stdout == (f"{path}:1: fast: vm\n"
-                             f"{path}:4: slow: python (a comprehension at {path}:5:12)\n")
+                             f"{path}:4: slow: python (a comprehension at {path}:5:12)\n"
+                             f"{path}:7: small: vm; called from Python: python (two operations at most, which "
+                             "CPython specializes: cheaper as Python than a call into compiled code; @ppy.native "
+                             "keeps it compiled)\n")
 
 
 # A class with methods (one static), a nested function and a function with a

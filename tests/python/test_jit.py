@@ -915,15 +915,17 @@ print(sum(small.grow(i) for i in range(500)), small.grow(2**40), small.grow(-2**
 def test_small_functions_called_from_python_run_machine_code_directly(runner, tmp_path):
     """A compiled function with a scalar frame, called from Python, runs its
     machine code from its first instruction with no interpreter frame
-    (vm/interpreter.cpp, RunMachineCodeFrame): every call enters machine
+    (vm/interpreter.cpp, RunMachineCodeOnFrame): every call enters machine
     code; one that raises there (a division by zero) gets its .ppy line in
     the traceback; one whose int outgrows 64 bits deoptimizes to Python and
-    returns CPython's int, as on the interpreter."""
+    returns CPython's int, as on the interpreter. (Functions this small,
+    whose calls from Python would otherwise run their Python function, are
+    compiled as Functions: PPY_OBJECT_CODE=compile.)"""
     (tmp_path / "small.ppy").write_text(SMALL_CALLS)
     expected = runner.python("-c", SMALL_CALLS_SCRIPT, cwd=tmp_path, PPY_IMPORT="python")
     assert expected.returncode == 0, expected.stderr
     for env in ({}, {"PPY_JIT": "eager"}, {"PPY_JIT": "0"}):
-        run = runner.python("-c", SMALL_CALLS_SCRIPT, cwd=tmp_path, PPY_TRACE="1", **env)
+        run = runner.python("-c", SMALL_CALLS_SCRIPT, cwd=tmp_path, PPY_TRACE="1", PPY_OBJECT_CODE="compile", **env)
         assert run.returncode == 0 and run.stdout == expected.stdout, (env, run.stderr)
         assert "ZeroDivisionError float division by zero return x / y" in run.stdout
         if env.get("PPY_JIT") == "0":
@@ -933,3 +935,61 @@ def test_small_functions_called_from_python_run_machine_code_directly(runner, tm
         assert calls == 500 and entries >= 400, run.stderr
         calls, entries = trace_counts(run.stderr, "small.ratio")
         assert calls == 502 and entries >= 400, run.stderr
+
+
+ONE_OPERATION = """\
+def sq(x: float) -> float:
+    return x * x
+
+
+def sum_squares(n: int) -> float:
+    s: float = 0.0
+    for i in range(n):
+        s += sq(float(i))
+    return s
+"""
+
+ONE_OPERATION_SCRIPT = """\
+import ppy, one
+print(type(one.sq).__name__, ppy.tier(one.sq), ppy.tier(one.sum_squares) in ("vm", "jit"))
+print(sum(one.sq(float(i)) for i in range(300)), one.sq(3), one.sq(True))
+for round in range(300):
+    total = one.sum_squares(100)
+print(total)
+kept = one.sq.__code__
+one.sq.__code__ = (lambda x: -x).__code__
+print(one.sq(2.0), one.sum_squares(100))
+one.sq.__code__ = kept
+print(one.sum_squares(100))
+"""
+
+
+def test_a_function_of_two_specialized_operations_is_python_to_python_callers(runner, tmp_path):
+    """A def whose body is two operations at most that CPython specializes
+    (compiler/compile.cpp, SmallCallAsPython) stays a Python function for calls from Python, which
+    CPython makes faster than a call into compiled code; the module's
+    compiled functions still call its compiled code (counted in the trace),
+    on every tier, machine code that inlined it included, and see a new
+    __code__ as CPython's callers do. `ppy check -v` and the trace say so;
+    @ppy.native keeps the Function."""
+    (tmp_path / "one.ppy").write_text(ONE_OPERATION)
+    expected = runner.python("-c", ONE_OPERATION_SCRIPT, cwd=tmp_path, PPY_IMPORT="python")
+    assert expected.returncode == 0, expected.stderr
+    assert expected.stdout.startswith("function python False\n"), expected.stdout
+    for env in ({}, {"PPY_JIT": "eager"}, {"PPY_JIT": "0"}):
+        run = runner.python("-c", ONE_OPERATION_SCRIPT, cwd=tmp_path, PPY_TRACE="1", **env)
+        assert run.returncode == 0, (env, run.stderr)
+        assert run.stdout == expected.stdout.replace("function python False", "function python True"), (env, run.stderr)
+        assert "one.sq: vm (machine code once hot); called from Python: python (two operations at most" in run.stderr \
+            or "one.sq: jit (machine code mapped); called from Python: python (two operations at most" in run.stderr, \
+            run.stderr
+        # sum_squares's calls of sq ran the compiled code (or inlined it, then uncounted).
+        calls, _ = trace_counts(run.stderr, "one.sum_squares")
+        assert calls == 302, run.stderr
+        counted = trace_counts(run.stderr, "one.sq")
+        assert env.get("PPY_JIT") == "eager" or (counted is not None and counted[0] > 0), run.stderr
+    check = runner.ppy("check", "-v", "one.ppy", cwd=tmp_path)
+    assert "sq: vm; called from Python: python (two operations at most" in check.stdout, check.stdout
+    (tmp_path / "one.ppy").write_text("import ppy\n\n@ppy.native\n" + ONE_OPERATION)
+    run = runner.python("-c", "import ppy, one; print(ppy.tier(one.sq))", cwd=tmp_path)
+    assert run.stdout == "vm\n", run.stderr
