@@ -9,8 +9,8 @@ same Python loop (`for i in range(K): x = f(...)`), ppy's and CPython's
 calls interleaved N times; the table shows the median ns per iteration and
 CPython's time divided by ppy's (above 1.0: ppy faster).
 
-By default a function of two operations at most that CPython specializes
-keeps its Python function for
+By default a function of at most two operations CPython specializes, or
+one other, keeps its Python function for
 calls from Python (`ppy check -v`: "called from Python: python"; compiler/
 compile.cpp, SmallCallAsPython): its row measures CPython against itself.
 `--compiled` sets PPY_OBJECT_CODE=compile, which makes every def a compiled
@@ -40,11 +40,11 @@ CALLS = {
     "imad": "x = f(i, 3, 7)",
     "ratio": "x = f(1.0, 3.0)",
     "positive": "x = f(1.5)",
+    "fabs": "x = f(-2.0)",
     "imix": "x = f(i, 77)",
     "between": "x = f(0.5, 0.0, 1.0)",
     "lerp": "x = f(1.0, 2.0, 0.25)",
     "root": "x = f(2.0)",
-    "fabs": "x = f(-2.0)",
     "half": "x = f(i)",
 }
 

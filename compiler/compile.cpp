@@ -183,32 +183,41 @@ const char* ObjectCodeAsPython(const FunctionCode& fn) {
 // math functions, conversions).
 //
 // Measured from a Python loop (benchmarks/calls.py --compiled, every def a
-// Function; AMD EPYC, CPython 3.11.7, 5 December 2026), speed against
-// CPython's: `return x` 0.75x, `x * x` 0.97x, `x if x > 0.0 else 0.0`
-// 0.89x, ints `a + b` 0.92x-0.94x; two specialized operations are a coin
-// toss (`a + b + c` 0.98x-1.09x, `a * b + c` of floats 1.06x-1.08x, of ints
-// 0.99x-1.09x); three win (`a + (b - a) * t` 1.16x-1.34x), and so does one
-// generic operation (`math.sqrt(x)` 1.12x-1.21x, `n * 0.5` of an int 1.29x,
-// `(a ^ b) & 1023` 1.20x-1.30x, `lo <= x and x <= hi` 1.45x-1.51x).
+// Function; AMD EPYC, CPython 3.11.7, 5 December 2026, several runs),
+// speed against CPython's: `return x` 0.75x-0.76x, `x * x` 0.97x-1.01x,
+// `x if x > 0.0 else 0.0` 0.89x-0.91x, ints `a + b` 0.88x-0.94x. Two
+// specialized operations, or one generic, are a coin toss: `a + b + c`
+// 0.98x-1.09x, `a * b + c` of floats 1.06x-1.10x and of ints 0.94x-1.09x,
+// `x / y` 1.00x-1.09x, `x > 0.0` as a bool 1.00x-1.09x, `abs(x)` 0.98x-1.16x.
+// More wins: `a + (b - a) * t` 1.16x-1.34x, `n * 0.5` of an int 1.27x-1.31x,
+// `(a ^ b) & 1023` 1.14x-1.30x, `lo <= x and x <= hi` 1.41x-1.51x,
+// `math.sqrt(x)` 1.09x-1.21x.
 //
-// So a function of scalar parameters and result (nothing to borrow or own),
-// with no loop and no call, whose body is glue and at most two operations,
-// both of those CPython specializes, keeps its Python function for calls
+// So a body weighs each operation by what CPython spends on it (SmallCallWeight:
+// 1 specialized, 2 generic, 3 a math function), and a function of scalar
+// parameters and result (nothing to borrow or own), with no loop and no
+// call, whose body weighs 2 at most keeps its Python function for calls
 // from Python (python_entry: the module binds the Python function to the
 // name). The module's compiled functions still call the compiled code
 // directly, or inline it, while the name holds that function.
 constexpr const char* kSmallCallReason =
-    "two operations at most, which CPython specializes: cheaper as Python than a call into compiled code";
+    "at most two operations CPython specializes, or one other: cheaper as Python than a call into compiled code";
 
-// Whether CPython 3.11 runs `op` specialized (see above).
-bool SpecializedByCPython(Op op) {
+// What an operation that is not glue costs CPython, in the units above: 1
+// where CPython 3.11 specializes it (+ - * of two floats or two ints, a
+// comparison of two floats or two ints that decides a branch), 3 for a math
+// function (a global, an attribute and a call), 2 for the rest (the generic
+// protocol, or a builtin's call).
+int SmallCallWeight(Op op) {
   switch (op) {
     case Op::ADD_I: case Op::SUB_I: case Op::MUL_I: case Op::ADD_F: case Op::SUB_F: case Op::MUL_F:
     case Op::JLT_I: case Op::JLE_I: case Op::JEQ_I: case Op::JNE_I:
     case Op::JLT_F: case Op::JLE_F: case Op::JEQ_F: case Op::JNE_F: case Op::JNLT_F: case Op::JNLE_F:
-      return true;
+      return 1;
+    case Op::SQRT_F: case Op::MATH_F: case Op::MATH_FF: case Op::MATH_FI: case Op::MATH_FB:
+      return 3;
     default:
-      return false;
+      return 2;
   }
 }
 
@@ -221,11 +230,10 @@ const char* SmallCallAsPython(const FunctionCode& fn) {
   for (const Param& param : fn.params) {
     if (!scalar(param.type)) return nullptr;
   }
-  int operations = 0;
+  int weight = 0;
   for (const Instr& in : fn.code) {
     if (HasFlag(in.op, kFlagLoop) || HasFlag(in.op, kFlagCall) || HasFlag(in.op, kFlagObj)) return nullptr;
-    if (IsGlue(in.op)) continue;
-    if (!SpecializedByCPython(in.op) || ++operations > 2) return nullptr;
+    if (!IsGlue(in.op) && (weight += SmallCallWeight(in.op)) > 2) return nullptr;
   }
   return kSmallCallReason;
 }

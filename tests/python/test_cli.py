@@ -112,7 +112,7 @@ def test_check_says_a_bool_element_takes_a_bool(runner, tmp_path):
 def test_check_verbose_lists_tiers_and_fallback_reasons(runner, tmp_path):
     path = _write(tmp_path, "mixed.ppy", """\
         def fast(x: int) -> int:
-            return x * 2 % 7
+            return x * 2 % 7 + 1
 
         def slow(xs: list) -> list:
             return [x + 1 for x in xs]
@@ -124,9 +124,60 @@ def test_check_verbose_lists_tiers_and_fallback_reasons(runner, tmp_path):
     assert result.returncode == 0
     assert result.stdout == (f"{path}:1: fast: vm\n"
                              f"{path}:4: slow: python (a comprehension at {path}:5:12)\n"
-                             f"{path}:7: small: vm; called from Python: python (two operations at most, which "
-                             "CPython specializes: cheaper as Python than a call into compiled code; @ppy.native "
-                             "keeps it compiled)\n")
+                             f"{path}:7: small: vm; called from Python: python (at most two operations CPython "
+                             "specializes, or one other: cheaper as Python than a call into compiled code; "
+                             "@ppy.native keeps it compiled)\n")
+
+
+def test_check_verbose_says_which_small_functions_python_calls_as_python(runner, tmp_path):
+    """compiler/compile.cpp, SmallCallAsPython: a body weighing 2 at most
+    (1 per operation CPython specializes, 2 per other, 3 per math function)
+    with scalar parameters and result, no loop and no call; a default value,
+    @ppy.native or PPY_OBJECT_CODE=compile keeps the compiled function."""
+    path = _write(tmp_path, "sizes.ppy", """\
+        import math
+        import ppy
+
+        def nothing(x: float) -> None:
+            pass
+
+        def fma(a: float, b: float, c: float) -> float:
+            return a * b + c
+
+        def branch(x: int) -> int:
+            if x > 0:
+                return x
+            return 0
+
+        def ratio(x: float, y: float) -> float:
+            return x / y
+
+        def three(a: float, b: float, t: float) -> float:
+            return a + (b - a) * t
+
+        def ratio_plus(x: float, y: float) -> float:
+            return x / y + 1.0
+
+        def root(x: float) -> float:
+            return math.sqrt(x)
+
+        def with_default(x: float, y: float = 1.0) -> float:
+            return x + y
+
+        @ppy.native
+        def native(x: float) -> float:
+            return x + 1.0
+
+        def loop(n: int) -> int:
+            for i in range(n):
+                pass
+            return n
+        """)
+    def small_ones(result):
+        assert result.returncode == 0, result.stderr
+        return [line.split(": ")[1] for line in result.stdout.splitlines() if "called from Python: python" in line]
+    assert small_ones(runner.ppy("check", "-v", path)) == ["nothing", "fma", "branch", "ratio"]
+    assert small_ones(runner.ppy("check", "-v", path, PPY_OBJECT_CODE="compile")) == []
 
 
 # A class with methods (one static), a nested function and a function with a

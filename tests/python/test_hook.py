@@ -202,11 +202,11 @@ def test_a_negative_float_to_a_fractional_power_is_refused(runner, tmp_path):
     # CPython gives a complex number, which a typed float result cannot hold.
     _write(tmp_path, "power.ppy", """\
         def root(x: float, y: float) -> float:
-            return x ** y
+            return x ** y - 1.0
         """)
     result = runner.python("-c", "import ppy, power; print(power.root(4.0, 0.5)); power.root(-8.0, 0.5)",
                            cwd=tmp_path)
-    assert result.stdout == "2.0\n"
+    assert result.stdout == "1.0\n"
     assert ("ValueError: a negative float to a fractional power is a complex number in Python, "
             "which this typed float power cannot hold") in result.stderr
     assert 'power.ppy", line 2, in root' in result.stderr
