@@ -89,5 +89,5 @@ def test_overflow_is_an_error_under_ppy_and_a_big_int_under_python(runner):
         first, second = native.stdout.splitlines()
         assert first == "factorial(20) = 2432902008176640000"
         assert second.startswith("factorial(21) -> OverflowError: "), second
-        assert second.endswith("semantics.ppy:62: int result of * does not fit in 64 bits "
+        assert second.endswith("semantics.ppy:75: int result of * does not fit in 64 bits "
                                "(Python ints are unbounded, ppy's are 64-bit)"), second
