@@ -13,8 +13,9 @@ and creates the Python function, which the binder turns into the compiled
 function (keeping the Python one for calls whose arguments do not fit the
 annotations). A def whose body costs less than a call into compiled code gets
 `python_entry(INDEX)` instead, which leaves the Python function bound for
-calls from Python and lets the module's compiled callers call its code. The module's code object is marshalled into the entry beside the
-bytecode, and a warm import runs it without parsing.
+calls from Python and lets the module's compiled callers call its code. The
+module's code object is marshalled into the entry beside the bytecode, and a
+warm import runs it without parsing.
 
 May import: the extension `_compiler` and `_entry` (the entry's sections,
 version and torch key). Only the build path, `_cache`, imports this module.
