@@ -201,7 +201,8 @@ const char* ObjectCodeAsPython(const FunctionCode& fn) {
 // name). The module's compiled functions still call the compiled code
 // directly, or inline it, while the name holds that function.
 constexpr const char* kSmallCallReason =
-    "at most two operations CPython specializes, or one other: cheaper as Python than a call into compiled code";
+    "at most two operations CPython specializes, or one other: cheaper as Python than a call into compiled code; "
+    "@ppy.native keeps it compiled";
 
 // What an operation that is not glue costs CPython, in the units above: 1
 // where CPython 3.11 specializes it (+ - * of two floats or two ints, a

@@ -113,7 +113,7 @@ def _tier_text(function, path):
     where = f" at {at(function['reason_loc'])}" if function["reason_loc"][0] else ""
     text = "vm" if function["compiled"] else f"python ({function['reason']}{where})"
     if function["compiled"] and function.get("python_entry"):
-        text += f"; called from Python: python ({function['python_entry']}; @ppy.native keeps it compiled)"
+        text += f"; called from Python: python ({function['python_entry']})"
     if function["region_reason"]:
         text += f"; not a region: {function['region_reason']} at {at(function['region_reason_loc'])}"
     if function.get("dynamic"):

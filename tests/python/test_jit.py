@@ -993,3 +993,23 @@ def test_a_function_of_two_specialized_operations_is_python_to_python_callers(ru
     (tmp_path / "one.ppy").write_text("import ppy\n\n@ppy.native\n" + ONE_OPERATION)
     run = runner.python("-c", "import ppy, one; print(ppy.tier(one.sq))", cwd=tmp_path)
     assert run.stdout == "vm\n", run.stderr
+
+
+def test_python_entry_binds_a_python_function_once(runner, tmp_path):
+    """The decorator the build gives a small def (python_entry) takes a Python
+    function, once: compiled callers and machine code rely on the function
+    and the code it recorded."""
+    (tmp_path / "one.ppy").write_text(ONE_OPERATION)
+    script = textwrap.dedent("""\
+        import ppy, one
+        index = one.__ppy_module__.function_names().index("sq")
+        for argument in (len, one.sq):
+            try:
+                one.__ppy_module__.python_entry(index)(argument)
+            except (TypeError, RuntimeError) as e:
+                print(type(e).__name__, e)
+        print(one.sum_squares(10))
+        """)
+    run = runner.python("-c", script, cwd=tmp_path)
+    assert run.stdout.splitlines() == ["TypeError ppy: python_entry() decorates a Python function",
+                                       "RuntimeError ppy: python_entry() binds a def once", "285.0"], run.stderr
