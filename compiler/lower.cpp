@@ -127,6 +127,7 @@ class Lowering {
   int EmitAttribute(const Expr& expr, int target);
   int EmitSubscript(const Expr& expr, int target);
   int EmitSlice(const Expr& expr, int target);
+  int SliceSpan(const Expr& base, const Expr& slice, int* count);
   int EmitCall(const Expr& expr, int target);
   int EmitTypedCall(const Expr& expr, int target);
   int EmitMathCall(const Expr& expr, int target);
@@ -558,9 +559,26 @@ int Lowering::EmitSlice(const Expr& expr, int target) {
   return dest;
 }
 
+// `base[lo:hi]` or `base[lo:hi:step]`, read or assigned: the base, then the
+// slice's parts, evaluated in Python's order into one span of object
+// registers (None for an omitted part) that GETSLICE or SETSLICE takes whole,
+// so that no slice object is made where the base is an exact list or tuple.
+// Returns the span's first register and sets *count, 3 or 4.
+int Lowering::SliceSpan(const Expr& base, const Expr& slice, int* count) {
+  *count = slice.children[2] ? 4 : 3;
+  int span = ObjectSpan(*count);
+  ValueInto(base, span, Type::Object());
+  for (int i = 0; i + 1 < *count; ++i) {
+    if (slice.children[i]) ValueInto(*slice.children[i], span + 1 + i, Type::Object());
+    else Emit(Op::MOVE_O, span + 1 + i, ConstNone());
+  }
+  return span;
+}
+
 // `base[index]`: a typed element load for a Buffer indexed by a number (see
-// LoadElement), else GETITEM on objects (a slice of a buffer included, which
-// the exporter itself answers).
+// LoadElement), GETSLICE for a slice of anything else (SliceSpan), else
+// GETITEM on objects (a slice of a buffer included, which the exporter
+// itself answers).
 int Lowering::EmitSubscript(const Expr& expr, int target) {
   const Expr& base = *expr.children[0];
   const Expr& index = *expr.children[1];
@@ -575,6 +593,13 @@ int Lowering::EmitSubscript(const Expr& expr, int target) {
   if (base.type.is_buffer() && !expr.type.is_object()) {
     int buffer = ValueOf(base);
     return LoadElement(buffer, base.type, index, target);
+  }
+  if (index.kind == ExprKind::kSlice && !base.type.is_buffer()) {
+    int count;
+    int span = SliceSpan(base, index, &count);
+    int dest = Destination(target, Kind::kObject);
+    Emit(Op::GETSLICE, dest, span, count);
+    return dest;
   }
   int object = ObjectValue(base);
   if (index.type.is_int()) {  // (not a bool: a key of True is not 1 to every __getitem__)
@@ -1679,6 +1704,11 @@ void Lowering::StoreTarget(const Expr& target, int value, Type value_type) {
       if (base.type.is_buffer() && !target.type.is_object()) {
         int buffer = ValueOf(base);
         StoreElement(buffer, base.type, index, value, value_type);
+      } else if (index.kind == ExprKind::kSlice && !base.type.is_buffer()) {  // (as EmitSubscript's GETSLICE)
+        int stored = Coerce(value, value_type, Type::Object());
+        int count;
+        int span = SliceSpan(base, index, &count);
+        Emit(Op::SETSLICE, stored, span, count);
       } else if (index.type.is_int()) {  // (a typed int: SETITEM_I, as EmitSubscript's GETITEM_I)
         int object = ObjectValue(base);
         int key = ValueOf(index);

@@ -643,6 +643,82 @@ PyObject* FastGetItem(PyObject* container, PyObject* index) {
   return FastGetItemAt(container, i);
 }
 
+// The parts of a slice, `parts` (start, stop and, if `count` is 3, step; None
+// for an omitted one), as PySlice_Unpack makes them, where each is None or an
+// exact int within Py_ssize_t and the step is not zero. False for anything
+// else (an int subclass, an object with __index__, a huge int, a zero step):
+// the slice object is made and CPython's own path converts, clamps or raises.
+bool SliceParts(PyObject* const* parts, int count, Py_ssize_t* start, Py_ssize_t* stop, Py_ssize_t* step) {
+  long long value;
+  *step = 1;
+  if (count == 3 && parts[2] != Py_None) {
+    if (!PyLong_CheckExact(parts[2]) || !ExactIntValue(parts[2], &value) || value == 0 ||
+        value < -PY_SSIZE_T_MAX || value > PY_SSIZE_T_MAX) {
+      return false;
+    }
+    *step = static_cast<Py_ssize_t>(value);
+  }
+  const Py_ssize_t bounds[2][2] = {{0, PY_SSIZE_T_MAX}, {PY_SSIZE_T_MAX, PY_SSIZE_T_MIN}};  // [step < 0][part]
+  Py_ssize_t* out[2] = {start, stop};
+  for (int i = 0; i < 2; ++i) {
+    if (parts[i] == Py_None) {
+      *out[i] = bounds[*step < 0][i];
+    } else if (PyLong_CheckExact(parts[i]) && ExactIntValue(parts[i], &value) && value >= PY_SSIZE_T_MIN &&
+               value <= PY_SSIZE_T_MAX) {
+      *out[i] = static_cast<Py_ssize_t>(value);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// container[start:stop:step] (span[0] the container, then the parts, `count`
+// of them) for an exact list or tuple, as list_subscript and tuple_subscript
+// make it, without the slice object: true with the new list or tuple in
+// *result (null if that raised: MemoryError), or false where GETSLICE makes
+// the slice object and asks the container.
+bool FastGetSlice(PyObject* const* span, int count, PyObject** result) {
+  PyObject* container = span[0];
+  const bool list = PyList_CheckExact(container);
+  if (!list && !PyTuple_CheckExact(container)) return false;
+  Py_ssize_t start, stop, step;
+  if (!SliceParts(span + 1, count, &start, &stop, &step)) return false;
+  const Py_ssize_t length = PySlice_AdjustIndices(Py_SIZE(container), &start, &stop, step);
+  if (step == 1 || length <= 0) {  // (an empty or whole tuple's slice is that tuple, as CPython's)
+    if (length <= 0) start = stop = 0;
+    *result = list ? PyList_GetSlice(container, start, stop) : PyTuple_GetSlice(container, start, stop);
+    return true;
+  }
+  PyObject* const* items = list ? reinterpret_cast<PyListObject*>(container)->ob_item
+                                : reinterpret_cast<PyTupleObject*>(container)->ob_item;
+  PyObject* sliced = list ? PyList_New(length) : PyTuple_New(length);
+  if (sliced != nullptr) {
+    PyObject** into = list ? reinterpret_cast<PyListObject*>(sliced)->ob_item
+                           : reinterpret_cast<PyTupleObject*>(sliced)->ob_item;
+    for (Py_ssize_t i = 0, at = start; i < length; ++i, at += step) into[i] = Py_NewRef(items[at]);
+  }
+  *result = sliced;
+  return true;
+}
+
+// list[start:stop] = value (span[0] the list, then the parts) for an exact
+// list and a step of one, as list_ass_subscript does it, through the same
+// list_ass_slice (PyList_SetSlice), without the slice object: true with
+// *stored set (false if that raised: a value that is not iterable, or what
+// iterating it or releasing the replaced items raised), or false where
+// SETSLICE makes the slice object and asks the container. (An extended
+// slice's assignment, with its length check, is left to the list.)
+bool FastSetSlice(PyObject* const* span, int count, PyObject* value, bool* stored) {
+  PyObject* list = span[0];
+  if (!PyList_CheckExact(list)) return false;
+  Py_ssize_t start, stop, step;
+  if (!SliceParts(span + 1, count, &start, &stop, &step) || step != 1) return false;
+  PySlice_AdjustIndices(PyList_GET_SIZE(list), &start, &stop, step);
+  *stored = PyList_SetSlice(list, start, stop, value) == 0;
+  return true;
+}
+
 PyObject* UnaryObject(int op, PyObject* operand) {
   switch (static_cast<UnaryOp>(op)) {
     case UnaryOp::kNegative: return PyNumber_Negative(operand);
@@ -3501,6 +3577,34 @@ build_span : {
   if (value == nullptr) goto error;
   SetObject(R(in.a), value);
 }
+  NEXT_AFTER_PYTHON;
+  // A slice read or assigned: an exact list's or tuple's without a slice
+  // object (CPython 3.11 makes one per BUILD_SLICE and takes it apart in the
+  // container), anything else's through the slice object, as CPython's.
+  CASE(GETSLICE) {
+    PyObject* const* span = reinterpret_cast<PyObject* const*>(&R(in.b));
+    PyObject* value;
+    if (!FastGetSlice(span, in.c - 1, &value)) {
+      PyObject* slice = PySlice_New(span[1], span[2], in.c == 4 ? span[3] : nullptr);
+      if (slice == nullptr) goto error;
+      value = PyObject_GetItem(span[0], slice);
+      Py_DECREF(slice);
+    }
+    if (value == nullptr) goto error;
+    SetObject(R(in.a), value);
+  }
+  NEXT_AFTER_PYTHON;
+  CASE(SETSLICE) {
+    PyObject* const* span = reinterpret_cast<PyObject* const*>(&R(in.b));
+    bool stored;
+    if (!FastSetSlice(span, in.c - 1, R(in.a).o, &stored)) {
+      PyObject* slice = PySlice_New(span[1], span[2], in.c == 4 ? span[3] : nullptr);
+      if (slice == nullptr) goto error;
+      stored = PyObject_SetItem(span[0], slice, R(in.a).o) == 0;
+      Py_DECREF(slice);
+    }
+    if (!stored) goto error;
+  }
   NEXT_AFTER_PYTHON;
   CASE(FORMAT) {
     PyObject* value = FormatObject(R(in.b).o, in.c, nullptr);

@@ -294,6 +294,8 @@ class Verifier {
       case Op::CALL_METHOD: return in.c >= 1 ? Status() : FailAt("a method call needs its object");
       case Op::BUILD_DICT: return in.c % 2 == 0 ? Status() : FailAt("odd dict span");
       case Op::BUILD_SLICE: return (in.c == 2 || in.c == 3) ? Status() : FailAt("bad slice span");
+      case Op::GETSLICE:
+      case Op::SETSLICE: return (in.c == 3 || in.c == 4) ? Status() : FailAt("bad slice span");
       case Op::UNPACK: return in.c >= 1 ? Status() : FailAt("empty unpack");
       case Op::RET_I:
         return fn_.result == ValueType::kInt || fn_.result == ValueType::kBool ? Status()

@@ -240,6 +240,27 @@ TEST(Verifier, RejectsANegativeFormatSpecRegister) {
   EXPECT_EQ(Verify(*module), "verify f: pc 0 (FORMAT_SPEC): register -2 is out of range");
 }
 
+TEST(Verifier, ChecksTheSpanOfASliceReadOrAssigned) {
+  // f(a: object, lo: object, hi: object) -> object:
+  //     b = a[lo:hi]; a[lo:hi] = b; return b
+  auto module = Function({ObjectParam("a"), ObjectParam("lo"), ObjectParam("hi")}, {kO, kO, kO, kO, kO}, {},
+                         {{Op::GETSLICE, 3, 0, 3}, {Op::SETSLICE, 3, 0, 3}, {Op::RET_O, 3}}, ValueType::kObject);
+  EXPECT_EQ(Verify(*module), "ok");
+  FunctionCode& fn = *module->functions[0];
+  fn.code[0].c = 2;  // a container and one part: no slice
+  EXPECT_EQ(Verify(*module), "verify f: pc 0 (GETSLICE): bad slice span");
+  fn.code[0].c = 5;
+  EXPECT_EQ(Verify(*module), "verify f: pc 0 (GETSLICE): bad slice span");
+  fn.code[0].c = 4;  // a step in register 3, which nothing has assigned
+  EXPECT_EQ(Verify(*module), "verify f: pc 0 (GETSLICE): reads register 3 before it is assigned on every path");
+  fn.code[0].c = 3;
+  fn.code[1].b = 2;  // the span 2, 3, 4: past the last register
+  EXPECT_NE(Verify(*module), "ok");
+  fn.code[1].b = 0;
+  fn.code[1].c = 1;
+  EXPECT_EQ(Verify(*module), "verify f: pc 1 (SETSLICE): bad slice span");
+}
+
 // ---- Register kinds the interpreter and the machine code assume -----------------------------
 
 TEST(Verifier, RejectsABufferMoveBetweenElementTypes) {
