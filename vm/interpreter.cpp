@@ -241,10 +241,15 @@ int FastCompareTruth(int op, PyObject* left, PyObject* right) {
   if ((op == Py_EQ || op == Py_NE) && PyUnicode_CheckExact(left) && PyUnicode_CheckExact(right) &&
       PyUnicode_READY(left) == 0 && PyUnicode_READY(right) == 0) {
     // str == str: equal objects (interned literals) are equal strings, and
-    // strings of different lengths or kinds are not (CPython's own shortcuts).
+    // strings of different lengths or kinds are not (CPython's own shortcuts);
+    // nor are two different interned strings, which the interpreter's table
+    // of them keeps one object per value (what a chain of `op == "push"`
+    // tests over interned names meets at every test but one).
     int result;
     if (left == right) {
       result = 1;
+    } else if (PyUnicode_CHECK_INTERNED(left) && PyUnicode_CHECK_INTERNED(right)) {
+      result = 0;
     } else if (PyUnicode_GET_LENGTH(left) != PyUnicode_GET_LENGTH(right) ||
                PyUnicode_KIND(left) != PyUnicode_KIND(right)) {
       result = 0;
