@@ -18,9 +18,9 @@ interpreter loop. Every system runs each program in its own process:
 in R interleaved rounds (so that the machine's noise falls on every system
 alike). A process runs the program's main(SIZE) once (the warm-up, whose
 result every system must print identically), then N timed calls, and reports
-their median; the table shows the median over rounds, and CPython's time
-divided by each system's (above 1.0: faster than CPython), with the geometric
-mean over programs.
+their median; one table shows the median over rounds, a second the best
+round, each with CPython's time divided by each system's (above 1.0: faster
+than CPython) and the geometric mean over programs.
 """
 
 import argparse
@@ -103,21 +103,28 @@ def main():
             cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    print(f"objects: median of {args.rounds} rounds x {args.repeats} calls per process, on {cpu}")
-    print(f"  {'program':18s}" + "".join(f"{system:>18s}" for system, _ in SYSTEMS) +
-          "".join(f"{'x CPython (' + system + ')':>30s}" for system, _ in SYSTEMS[1:]))
-    speedups = {system: [] for system, _ in SYSTEMS[1:]}
-    for program in programs:
-        row = {system: statistics.median(medians[(program, system)]) for system, _ in SYSTEMS}
-        line = f"  {program:18s}" + "".join(f"{row[system]:15.2f} ms" for system, _ in SYSTEMS)
-        for system, _ in SYSTEMS[1:]:
-            ratio = row["CPython"] / row[system]
-            speedups[system].append(ratio)
-            line += f"{ratio:29.2f}x"
-        print(line)
-    geomeans = "".join(f"{math.exp(statistics.mean(math.log(r) for r in speedups[system])):29.2f}x"
-                       for system, _ in SYSTEMS[1:])
-    print(f"  {'geometric mean':18s}" + " " * (18 * len(SYSTEMS)) + geomeans)
+    # Two views of the same processes: the median over rounds, and the best
+    # round (the fastest per-process median). On the shared VMs of this
+    # project a process's speed is bimodal (the same program, CPython's
+    # included, runs 30% slower in some processes than in others), so a
+    # median of a few rounds can land on either mode; the best round is
+    # each system's speed when the machine lets it run.
+    for view, pick in (("median", statistics.median), ("best", min)):
+        print(f"objects: {view} of {args.rounds} rounds x {args.repeats} calls per process, on {cpu}")
+        print(f"  {'program':18s}" + "".join(f"{system:>18s}" for system, _ in SYSTEMS) +
+              "".join(f"{'x CPython (' + system + ')':>30s}" for system, _ in SYSTEMS[1:]))
+        speedups = {system: [] for system, _ in SYSTEMS[1:]}
+        for program in programs:
+            row = {system: pick(medians[(program, system)]) for system, _ in SYSTEMS}
+            line = f"  {program:18s}" + "".join(f"{row[system]:15.2f} ms" for system, _ in SYSTEMS)
+            for system, _ in SYSTEMS[1:]:
+                ratio = row["CPython"] / row[system]
+                speedups[system].append(ratio)
+                line += f"{ratio:29.2f}x"
+            print(line)
+        geomeans = "".join(f"{math.exp(statistics.mean(math.log(r) for r in speedups[system])):29.2f}x"
+                           for system, _ in SYSTEMS[1:])
+        print(f"  {'geometric mean':18s}" + " " * (18 * len(SYSTEMS)) + geomeans)
 
 
 if __name__ == "__main__":
