@@ -353,3 +353,12 @@ def main(argv=None):
     except FileNotFoundError as error:
         print(f"ppy: no such file or folder: {error.filename or error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader of ppy's own output went away (`ppy check -v | head`):
+        # stdout is pointed at devnull, as Python's documentation of SIGPIPE
+        # advises, so that the flush at exit does not raise again, and the
+        # command ends quietly. (`ppy run` reports its program's exceptions
+        # itself, as CPython would, before they reach here.)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1

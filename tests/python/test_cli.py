@@ -1,10 +1,12 @@
 """The `ppy` command: check, build, run, dis, clean."""
 
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import spawn
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "31_torchrun"
@@ -127,6 +129,28 @@ def test_check_verbose_lists_tiers_and_fallback_reasons(runner, tmp_path):
                              f"{path}:7: small: vm; called from Python: python (at most two operations CPython "
                              "specializes, or one other: cheaper as Python than a call into compiled code; "
                              "@ppy.native keeps it compiled)\n")
+
+
+def test_check_verbose_into_a_closed_pipe_ends_quietly(runner, tmp_path):
+    """`ppy check -v many.ppy | head -1`: ppy's own output meets a reader that
+    has gone, and the command ends with status 1 and no BrokenPipeError
+    traceback (nor the interpreter's at exit)."""
+    path = _write(tmp_path, "many.ppy", "".join(f"def f{i}(x: int) -> int:\n    return x * {i}\n\n\n"
+                                                for i in range(1500)))
+    process = spawn([sys.executable, "-m", "ppy", "check", "-v", str(path)], env=runner.env(),
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = process.stdout.readline()
+        process.stdout.close()
+        stderr = process.stderr.read()
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert first.startswith(f"{path}:1: f0: vm"), first
+    assert "Error" not in stderr, stderr
+    assert process.returncode == 1
 
 
 def test_check_verbose_says_which_small_functions_python_calls_as_python(runner, tmp_path):
