@@ -714,13 +714,32 @@ bool FastGetSlice(PyObject* const* span, int count, PyObject** result) {
 // iterating it or releasing the replaced items raised), or false where
 // SETSLICE makes the slice object and asks the container. (An extended
 // slice's assignment, with its length check, is left to the list.)
+//
+// The versions differ in order. Up to 3.12 the bounds are fitted to the
+// list's length first and list_ass_slice then takes the value's items
+// ("can only assign an iterable"); from 3.13 the value's items are taken
+// first (a copy where the value is the list itself; "must assign iterable
+// to extended slice"), and the bounds fitted to the length the list has
+// after that, which iterating a generator may have changed.
 bool FastSetSlice(PyObject* const* span, int count, PyObject* value, bool* stored) {
   PyObject* list = span[0];
   if (!PyList_CheckExact(list)) return false;
   Py_ssize_t start, stop, step;
   if (!SliceParts(span + 1, count, &start, &stop, &step) || step != 1) return false;
+#if PY_VERSION_HEX >= 0x030D0000
+  PyObject* items = value == list ? PyList_GetSlice(list, 0, PyList_GET_SIZE(list))
+                                  : PySequence_Fast(value, "must assign iterable to extended slice");
+  if (items == nullptr) {
+    *stored = false;
+    return true;
+  }
+  PySlice_AdjustIndices(PyList_GET_SIZE(list), &start, &stop, step);
+  *stored = PyList_SetSlice(list, start, stop, items) == 0;
+  Py_DECREF(items);
+#else
   PySlice_AdjustIndices(PyList_GET_SIZE(list), &start, &stop, step);
   *stored = PyList_SetSlice(list, start, stop, value) == 0;
+#endif
   return true;
 }
 
