@@ -90,7 +90,11 @@ for version in 3.11 3.12 3.13; do
   # at a time. `loadgroup` keeps the modes of one differential program in one
   # worker, where CPython's output of it is computed once.
   built=$(date +%s)
-  if PPY_WHEEL="$PWD/$wheel" "$venv/bin/python" -m pytest -q --durations=10 -n "$workers" --dist loadgroup tests/python; then
+  # The differential suite in every mode on the first CPython, in the jit
+  # and default modes on the others (tests/python/test_programs.py, MODES).
+  modes=""
+  if [ "$tag" != "$base_tag" ]; then modes="jit,default"; fi
+  if PPY_TEST_MODES="$modes" PPY_WHEEL="$PWD/$wheel" "$venv/bin/python" -m pytest -q --durations=10 -n "$workers" --dist loadgroup tests/python; then
     summary+=("CPython ${version}: passed (wheel $((built - step)) s, pytest $(since "$built"))")
   else
     summary+=("CPython ${version}: FAILED")

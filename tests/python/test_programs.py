@@ -15,6 +15,7 @@ The one line allowed to differ is the seed's `# aten region: False|True`, which
 reports the tier itself (test_regions.py checks that it says True under ppy).
 """
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -60,11 +61,19 @@ SUMMARY = re.compile(r"^ppy trace:\s+\S+\s+(\d+) calls\s+\S+ ms\s+(\d+) jit entr
 # functions of mostly object operations compiled too (PPY_OBJECT_CODE=compile:
 # these programs test ppy's object mode); and what a user gets, where such
 # functions run as Python and the others are compiled once hot.
+#
+# PPY_TEST_MODES (a comma-separated list) runs some of them: scripts/test.sh
+# runs "jit,default" on the CPythons after the first, where what differs from
+# one version to the next is the C API that object instructions call, which
+# both of those modes run; the interpreter's typed instructions, the one
+# thing only "vm" adds, are the same C++ on every version.
 MODES = {
     "vm": {"PPY_JIT": "0", "PPY_OBJECT_CODE": "compile"},
     "jit": {"PPY_JIT": "eager", "PPY_OBJECT_CODE": "compile"},
     "default": {},
 }
+if os.environ.get("PPY_TEST_MODES"):
+    MODES = {mode: MODES[mode] for mode in os.environ["PPY_TEST_MODES"].split(",")}
 
 
 # CPython's output of each program, run once per test process: the modes of
