@@ -66,7 +66,8 @@ SUMMARY = re.compile(r"^ppy trace:\s+\S+\s+(\d+) calls\s+\S+ ms\s+(\d+) jit entr
 # runs "jit,default" on the CPythons after the first, where what differs from
 # one version to the next is the C API that object instructions call, which
 # both of those modes run; the interpreter's typed instructions, the one
-# thing only "vm" adds, are the same C++ on every version.
+# thing only "vm" adds, are the same C++ on every version. scripts/sanitize.sh
+# runs "vm" alone under ASan, which sees the interpreter but not machine code.
 MODES = {
     "vm": {"PPY_JIT": "0", "PPY_OBJECT_CODE": "compile"},
     "jit": {"PPY_JIT": "eager", "PPY_OBJECT_CODE": "compile"},
