@@ -127,6 +127,7 @@ class Lowering {
   int EmitAttribute(const Expr& expr, int target);
   int EmitSubscript(const Expr& expr, int target);
   int EmitSlice(const Expr& expr, int target);
+  void SlicePartsInto(const Expr& slice, int first);
   int SliceSpan(const Expr& base, const Expr& slice, int* count);
   int EmitCall(const Expr& expr, int target);
   int EmitTypedCall(const Expr& expr, int target);
@@ -550,13 +551,19 @@ int Lowering::EmitAttribute(const Expr& expr, int target) {
 int Lowering::EmitSlice(const Expr& expr, int target) {
   int count = expr.children[2] ? 3 : 2;
   int span = ObjectSpan(count);
-  for (int i = 0; i < count; ++i) {
-    if (expr.children[i]) ValueInto(*expr.children[i], span + i, Type::Object());
-    else Emit(Op::MOVE_O, span + i, ConstNone());
-  }
+  SlicePartsInto(expr, span);
   int dest = Destination(target, Kind::kObject);
   Emit(Op::BUILD_SLICE, dest, span, count);
   return dest;
+}
+
+// The parts of the slice `slice`, two or three, into the object registers
+// from `first` on, None for an omitted one (EmitSlice's and SliceSpan's).
+void Lowering::SlicePartsInto(const Expr& slice, int first) {
+  for (int i = 0; i < (slice.children[2] ? 3 : 2); ++i) {
+    if (slice.children[i]) ValueInto(*slice.children[i], first + i, Type::Object());
+    else Emit(Op::MOVE_O, first + i, ConstNone());
+  }
 }
 
 // `base[lo:hi]` or `base[lo:hi:step]`, read or assigned: the base, then the
@@ -568,10 +575,7 @@ int Lowering::SliceSpan(const Expr& base, const Expr& slice, int* count) {
   *count = slice.children[2] ? 4 : 3;
   int span = ObjectSpan(*count);
   ValueInto(base, span, Type::Object());
-  for (int i = 0; i + 1 < *count; ++i) {
-    if (slice.children[i]) ValueInto(*slice.children[i], span + 1 + i, Type::Object());
-    else Emit(Op::MOVE_O, span + 1 + i, ConstNone());
-  }
+  SlicePartsInto(slice, span + 1);
   return span;
 }
 

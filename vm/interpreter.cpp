@@ -3609,7 +3609,7 @@ build_span : {
     PyObject* const* span = reinterpret_cast<PyObject* const*>(&R(in.b));
     PyObject* value;
     if (!FastGetSlice(span, in.c - 1, &value)) {
-      PyObject* slice = PySlice_New(span[1], span[2], in.c == 4 ? span[3] : nullptr);
+      PyObject* slice = BuildSpan(Op::BUILD_SLICE, regs, in.b + 1, in.c - 1);
       if (slice == nullptr) goto error;
       value = PyObject_GetItem(span[0], slice);
       Py_DECREF(slice);
@@ -3622,7 +3622,7 @@ build_span : {
     PyObject* const* span = reinterpret_cast<PyObject* const*>(&R(in.b));
     bool stored;
     if (!FastSetSlice(span, in.c - 1, R(in.a).o, &stored)) {
-      PyObject* slice = PySlice_New(span[1], span[2], in.c == 4 ? span[3] : nullptr);
+      PyObject* slice = BuildSpan(Op::BUILD_SLICE, regs, in.b + 1, in.c - 1);
       if (slice == nullptr) goto error;
       stored = PyObject_SetItem(span[0], slice, R(in.a).o) == 0;
       Py_DECREF(slice);
